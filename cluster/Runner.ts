@@ -1,0 +1,19 @@
+import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
+import { Effect, Layer, Option } from "effect"
+import { RunnerAddress, SingleRunner } from "effect/cluster"
+import { AppConfig } from "../src/platform/Config.ts"
+
+/** SingleRunner in embedded mode (PGlite has one session); socket runners sharing SQL storage in server mode. */
+export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  if (config.cluster === "single") {
+    return SingleRunner.layer({ runnerStorage: "memory" }).pipe(Layer.provide(NodeCrypto.layerDigest))
+  }
+  return NodeClusterSocket.layer({
+    storage: "sql",
+    shardingConfig: {
+      runnerAddress: Option.some(RunnerAddress.make(config.runnerHost, config.runnerPort)),
+      runnerListenAddress: Option.some(RunnerAddress.make("0.0.0.0", config.runnerPort))
+    }
+  })
+}))

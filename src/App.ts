@@ -1,0 +1,46 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import { ByteSize, Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpIncomingMessage } from "effect/http"
+import { createServer } from "node:http"
+import { RateLimitEntities } from "../cluster/RateLimitHandlers.ts"
+import { ClusterLayer } from "../cluster/Runner.ts"
+import { Passwords } from "./auth/Passwords.ts"
+import { Tokens } from "./auth/Tokens.ts"
+import { Events } from "./events/Events.ts"
+import { Routes } from "./Http.ts"
+import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
+import { LoggingLayer } from "./platform/Logging.ts"
+import { MigrationsLayer } from "./platform/Migrations.ts"
+import { RateLimiter } from "./platform/RateLimiter.ts"
+import { SqlLayer } from "./platform/Sql.ts"
+
+
+/** The database, after migrations have run. */
+const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
+
+const Cluster = RateLimitEntities.pipe(Layer.provideMerge(ClusterLayer))
+
+const Platform = Layer.mergeAll(RateLimiter.layer, Passwords.layer, Tokens.layer, Events.layer).pipe(
+  Layer.provideMerge(Cluster)
+)
+
+const Server = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
+    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes)))
+  )
+}))
+
+export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
+  Server.pipe(
+    Layer.provideMerge(Platform),
+    Layer.provideMerge(Database),
+    Layer.provideMerge(config),
+    Layer.provide(LoggingLayer)
+  )
+
+export const AppLayer = makeApp(AppConfig.layer)
+export type { AppConfigShape }
+

@@ -1,0 +1,34 @@
+import type { CatalogEntry } from "./Domain.ts"
+
+const entry = (key: string, name: string, group: string, type: string, description: string): CatalogEntry => ({
+  key,
+  name,
+  group,
+  type,
+  description
+})
+
+/** Every event key the platform emits. Areas add their keys here when they start emitting them. */
+export const Catalog: ReadonlyArray<CatalogEntry> = [
+  entry("message.created", "Message created", "messaging", "message", "A new message was created in a conversation."),
+  entry("message.updated", "Message updated", "messaging", "message", "A message was edited, deleted or changed status."),
+  entry("message.reaction.updated", "Reaction updated", "messaging", "message", "A reaction was added or removed."),
+  entry("conversation.created", "Conversation created", "messaging", "conversation", "A conversation was started."),
+  entry("contact.created", "Contact created", "contacts", "contact", "A contact was created."),
+  entry("contact.updated", "Contact updated", "contacts", "contact", "A contact was changed."),
+  entry("contact.deleted", "Contact deleted", "contacts", "contact", "A contact was deleted."),
+  entry("contact.merged", "Contact merged", "contacts", "contact", "A contact was merged into another."),
+  entry("contact.blocked", "Contact blocked", "contacts", "contact", "A contact was blocked."),
+  entry("contact.unblocked", "Contact unblocked", "contacts", "contact", "A contact was unblocked."),
+  entry("contact.opted_out", "Contact opted out", "contacts", "contact", "A contact opted out of broadcasts."),
+  entry("contact.opted_in", "Contact opted in", "contacts", "contact", "A contact opted back in to broadcasts."),
+  entry(
+    "sticker.pack.import.finished",
+    "Sticker set import finished",
+    "stickers",
+    "sticker_pack",
+    "A background sticker-set import ended."
+  ),
+  entry("api_token.created", "API token created", "system", "api_token", "A service-account token was created."),
+  entry("api_token.deleted", "API token deleted", "system", "api_token", "A service-account token was revoked.")
+]

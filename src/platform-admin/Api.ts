@@ -1,0 +1,52 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
+import { NotFound, ServiceUnavailable, Unauthenticated, Unprocessable } from "../platform/Errors.ts"
+import { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
+
+/** `Authorization: Bearer <PLATFORM_API_KEY>`: the operator of the platform, not a tenant. */
+export class PlatformAuth extends HttpApiMiddleware.Service<PlatformAuth>()("crm/platform-admin/PlatformAuth", {
+  security: { bearer: HttpApiSecurity.bearer },
+  error: [Unauthenticated, ServiceUnavailable]
+}) {}
+
+const CompanyParams = { id: Schema.Int }
+
+export class PlatformApi extends HttpApiGroup.make("platform")
+  .add(
+    HttpApiEndpoint.post("createCompany", "/companies", {
+      payload: CreateCompany,
+      success: Schema.Struct({
+        data: Schema.Struct({
+          company: CompanyView,
+          admin: Schema.Struct({ id: Schema.Int, email: Schema.String }),
+          token: Schema.String
+        })
+      }).pipe(HttpApiSchema.status(201)),
+      error: Unprocessable
+    }),
+    HttpApiEndpoint.get("getCompany", "/companies/:id", {
+      params: CompanyParams,
+      success: Schema.Struct({ data: CompanyView }),
+      error: NotFound
+    }),
+    HttpApiEndpoint.patch("updateCompany", "/companies/:id", {
+      params: CompanyParams,
+      payload: UpdateCompany,
+      success: Schema.Struct({ data: CompanyView }),
+      error: [NotFound, Unprocessable]
+    }),
+    HttpApiEndpoint.post("addUser", "/companies/:id/users", {
+      params: CompanyParams,
+      payload: AddUser,
+      success: Schema.Struct({ data: Schema.Struct({ user: Schema.Struct({ id: Schema.Int, email: Schema.String }) }) })
+        .pipe(HttpApiSchema.status(201)),
+      error: [NotFound, Unprocessable]
+    })
+  )
+  .middleware(PlatformAuth)
+  .prefix("/platform/v1")
+  .annotateMerge(OpenApi.annotations({
+    title: "Platform",
+    description: "Tenant provisioning for the platform operator (PLATFORM_API_KEY); not part of the tenant API"
+  }))
+{}

@@ -1,0 +1,45 @@
+import { Schema } from "effect"
+import { Roles } from "../auth/Permissions.ts"
+import { Plans } from "../auth/Plans.ts"
+
+export const Email = Schema.String.check(
+  Schema.isMaxLength(255),
+  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "The email field must be a valid email address." })
+)
+export const Password = Schema.String.check(
+  Schema.isMinLength(8, { message: "The password field must be at least 8 characters." }),
+  Schema.isMaxLength(256)
+)
+export const Name = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(255))
+export const PlanSchema = Schema.Literals(Plans)
+export const RoleSchema = Schema.Literals(Roles)
+export const Currency = Schema.String.check(
+  Schema.isPattern(/^[A-Z]{3}$/, { message: "The default currency field must be a 3-letter ISO 4217 code." })
+)
+
+export const CompanyView = Schema.Struct({
+  id: Schema.Int,
+  name: Schema.String,
+  plan: Schema.String,
+  default_currency: Schema.NullOr(Schema.String),
+  telephony_enabled: Schema.Boolean,
+  created_at: Schema.String
+})
+export type CompanyView = typeof CompanyView.Type
+
+export const CreateCompany = Schema.Struct({
+  name: Name,
+  plan: Schema.optional(PlanSchema),
+  default_currency: Schema.optional(Currency),
+  telephony_enabled: Schema.optional(Schema.Boolean),
+  admin: Schema.Struct({ email: Email, password: Password, name: Name })
+})
+
+export const UpdateCompany = Schema.Struct({
+  name: Schema.optional(Name),
+  plan: Schema.optional(PlanSchema),
+  default_currency: Schema.optional(Schema.NullOr(Currency)),
+  telephony_enabled: Schema.optional(Schema.Boolean)
+})
+
+export const AddUser = Schema.Struct({ email: Email, password: Password, name: Name, role: RoleSchema })

@@ -1,0 +1,83 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { Passwords } from "../auth/Passwords.ts"
+import { Tokens } from "../auth/Tokens.ts"
+import { invalidField, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
+import type { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
+import { PlatformRepo } from "./Repo.ts"
+
+const companyNotFound = () => notFound("Company not found.")
+
+export class PlatformAdmin extends Context.Service<PlatformAdmin, {
+  createCompany(input: typeof CreateCompany.Type): Effect.Effect<{
+    readonly company: CompanyView
+    readonly admin: { readonly id: number; readonly email: string }
+    readonly token: string
+  }, Unprocessable>
+  getCompany(companyId: number): Effect.Effect<CompanyView, NotFound>
+  updateCompany(companyId: number, input: typeof UpdateCompany.Type): Effect.Effect<CompanyView, NotFound>
+  addUser(companyId: number, input: typeof AddUser.Type): Effect.Effect<{ readonly id: number; readonly email: string }, NotFound | Unprocessable>
+}>()("crm/platform-admin/PlatformAdmin") {
+  static readonly layer = Layer.effect(
+    PlatformAdmin,
+    Effect.gen(function*() {
+      const repo = yield* PlatformRepo
+      const sql = yield* SqlClient.SqlClient
+      const passwords = yield* Passwords
+      const tokens = yield* Tokens
+
+      const serviceAccountEmail = (email: string) =>
+        Effect.flatMap(repo.findUserByEmail(email), (user) =>
+          Option.isSome(user) && user.value.is_service_account
+            ? Effect.fail(invalidField("admin.email", "This e-mail belongs to a service account."))
+            : Effect.void)
+
+      const createCompany = Effect.fn("PlatformAdmin.createCompany")(function*(input: typeof CreateCompany.Type) {
+        // Hash outside the transaction: it is the slow part and needs no lock.
+        const passwordHash = yield* passwords.hash(input.admin.password)
+        return yield* Effect.gen(function*() {
+          yield* serviceAccountEmail(input.admin.email)
+          const company = yield* repo.insertCompany({
+            name: input.name,
+            plan: input.plan ?? "free",
+            default_currency: input.default_currency ?? null,
+            telephony_enabled: input.telephony_enabled ?? false
+          })
+          const admin = yield* repo.upsertUser({ email: input.admin.email, name: input.admin.name, password_hash: passwordHash })
+          yield* repo.addMembership(company.id, admin.id, "admin")
+          const token = yield* tokens.createServiceToken(company.id, { name: "platform", description: "Created with the company" })
+          return { company, admin, token: token.plaintext }
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      })
+
+      const getCompany = Effect.fn("PlatformAdmin.getCompany")(function*(companyId: number) {
+        const company = yield* repo.findCompany(companyId).pipe(Effect.orDie)
+        if (Option.isNone(company)) return yield* companyNotFound()
+        return company.value
+      })
+
+      const updateCompany = Effect.fn("PlatformAdmin.updateCompany")(
+        function*(companyId: number, input: typeof UpdateCompany.Type) {
+          const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined))
+          if (Object.keys(patch).length === 0) return yield* getCompany(companyId)
+          const company = yield* repo.updateCompany(companyId, patch).pipe(Effect.orDie)
+          if (Option.isNone(company)) return yield* companyNotFound()
+          return company.value
+        }
+      )
+
+      const addUser = Effect.fn("PlatformAdmin.addUser")(function*(companyId: number, input: typeof AddUser.Type) {
+        yield* getCompany(companyId)
+        const passwordHash = yield* passwords.hash(input.password)
+        return yield* Effect.gen(function*() {
+          yield* serviceAccountEmail(input.email)
+          const user = yield* repo.upsertUser({ email: input.email, name: input.name, password_hash: passwordHash })
+          yield* repo.addMembership(companyId, user.id, input.role)
+          return user
+        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      })
+
+      return PlatformAdmin.of({ createCompany, getCompany, updateCompany, addUser })
+    })
+  ).pipe(Layer.provide(PlatformRepo.layer))
+}

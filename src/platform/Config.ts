@@ -1,0 +1,75 @@
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+
+export interface AppConfigShape {
+  readonly host: string
+  readonly port: number
+  readonly realtimePort: number
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly dataDir: string
+  readonly storageDir: string
+  readonly appUrl: string
+  readonly platformApiKey: Option.Option<Redacted.Redacted>
+  readonly signingKey: Option.Option<Redacted.Redacted>
+  readonly pusherAppKey: string
+  readonly rateLimitPerWindow: number
+  readonly rateLimitWindowSeconds: number
+  readonly loginAttempts: number
+  readonly loginWindowSeconds: number
+  readonly maxBodyBytes: number
+  readonly cluster: "single" | "socket"
+  readonly runnerHost: string
+  readonly runnerPort: number
+  readonly logLevel: string
+  readonly mobileTokenDays: number
+  readonly passwordHashConcurrency: number
+  readonly realtimeMaxBackpressureBytes: number
+}
+
+const config = Config.all({
+  host: Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+  port: Config.Port("PORT").pipe(Config.withDefault(8080)),
+  realtimePort: Config.Port("REALTIME_PORT").pipe(Config.withDefault(8081)),
+  databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
+  dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./data")),
+  storageDir: Config.option(Config.String("STORAGE_DIR")),
+  appUrl: Config.String("APP_URL").pipe(Config.withDefault("http://localhost:8080")),
+  platformApiKey: Config.option(Config.Redacted("PLATFORM_API_KEY")),
+  signingKey: Config.option(Config.Redacted("APP_KEY")),
+  pusherAppKey: Config.String("PUSHER_APP_KEY").pipe(Config.withDefault("crm")),
+  rateLimitPerWindow: Config.Int("RATE_LIMIT_PER_WINDOW").pipe(Config.withDefault(3000)),
+  rateLimitWindowSeconds: Config.Int("RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
+  loginAttempts: Config.Int("LOGIN_ATTEMPTS").pipe(Config.withDefault(5)),
+  loginWindowSeconds: Config.Int("LOGIN_WINDOW_SECONDS").pipe(Config.withDefault(900)),
+  maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
+  cluster: Config.option(Config.Literals(["single", "socket"], "CLUSTER")),
+  runnerHost: Config.String("RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
+  runnerPort: Config.Port("RUNNER_PORT").pipe(Config.withDefault(34431)),
+  logLevel: Config.String("LOG_LEVEL").pipe(Config.withDefault("info")),
+  mobileTokenDays: Config.Int("MOBILE_TOKEN_DAYS").pipe(Config.withDefault(90)),
+  passwordHashConcurrency: Config.Int("PASSWORD_HASH_CONCURRENCY").pipe(Config.withDefault(2)),
+  realtimeMaxBackpressureBytes: Config.Int("REALTIME_MAX_BACKPRESSURE_BYTES").pipe(Config.withDefault(1024 * 1024))
+})
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {
+  static readonly layer = Layer.effect(
+    AppConfig,
+    Effect.gen(function*() {
+      const c = yield* config
+      const server = Option.isSome(c.databaseUrl)
+      return AppConfig.of({
+        ...c,
+        storageDir: Option.getOrElse(c.storageDir, () => `${c.dataDir}/files`),
+        cluster: Option.getOrElse(c.cluster, () => (server ? "socket" : "single"))
+      })
+    })
+  )
+
+  static readonly layerWith = (overrides: Partial<AppConfigShape>) =>
+    Layer.effect(
+      AppConfig,
+      Effect.gen(function*() {
+        const base = yield* AppConfig
+        return AppConfig.of({ ...base, ...overrides })
+      })
+    ).pipe(Layer.provide(AppConfig.layer))
+}

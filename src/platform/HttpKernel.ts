@@ -1,0 +1,145 @@
+import { Cause, Context, Effect, Schema, SchemaIssue, type Types } from "effect"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { randomUUID } from "node:crypto"
+import * as Errors from "./Errors.ts"
+import { log } from "./Logging.ts"
+
+/** Per-request state shared between the kernel middleware and anything deeper (auth, limiters). */
+export interface RequestState {
+  readonly requestId: string
+  readonly headers: Record<string, string>
+}
+
+export const CurrentRequest = Context.Reference<RequestState | undefined>("crm/platform/CurrentRequest", {
+  defaultValue: () => undefined
+})
+
+/** Adds headers to the final answer, whatever it turns out to be (success or error). */
+export const addResponseHeaders = (headers: Record<string, string>) =>
+  Effect.gen(function*() {
+    const state = yield* CurrentRequest
+    if (state !== undefined) Object.assign(state.headers, headers)
+  })
+
+const validRequestId = /^[A-Za-z0-9._:-]{1,128}$/
+
+const wireClasses = [
+  Errors.Unauthenticated,
+  Errors.Forbidden,
+  Errors.FeatureNotAvailable,
+  Errors.NotFound,
+  Errors.Conflict,
+  Errors.CsrfMismatch,
+  Errors.Unprocessable,
+  Errors.TooManyRequests,
+  Errors.ServiceUnavailable,
+  Errors.BadGateway
+] as const
+
+const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const fieldLabel = (field: string) => field.replace(/_/g, " ")
+
+const fieldMessage = (field: string, message: string) => {
+  if (message === "Missing key") return `The ${fieldLabel(field)} field is required.`
+  if (message.startsWith("Expected ")) return `The ${fieldLabel(field)} field is invalid: ${message.slice(0, 1).toLowerCase()}${message.slice(1)}.`
+  return message.startsWith("The ") ? message : `The ${fieldLabel(field)} field is invalid: ${message}`
+}
+
+/** Schema decode failures become the spec's 422 `{message, errors:{field:[…]}}`, keyed by field path. */
+export const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
+  const errors: Record<string, Array<string>> = {}
+  for (const issue of formatIssues(error.cause.issue).issues) {
+    const path = (issue.path ?? []).map((s) => String(typeof s === "object" && s !== null ? s.key : s))
+    const field = path.length > 0 ? path.join(".") : error.kind === "Payload" ? "body" : error.kind.toLowerCase()
+    const message = field === "body" && issue.message.includes("JSON")
+      ? "The request body must be valid JSON."
+      : field === "body"
+      ? "The request body must be a JSON object."
+      : fieldMessage(field, issue.message)
+    ;(errors[field] ??= []).push(message)
+  }
+  const messages = Object.values(errors).flat()
+  const extra = messages.length - 1
+  const message = extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0]
+  return json(422, { message: message ?? "The given data was invalid.", errors })
+}
+
+const encodeWire = (error: unknown) => {
+  for (const cls of wireClasses) {
+    if (error instanceof cls) {
+      return json(statusOf(error), Schema.encodeSync(cls as any)(error))
+    }
+  }
+  return undefined
+}
+
+const statusOf = (error: unknown): number => {
+  if (error instanceof Errors.Unauthenticated) return 401
+  if (error instanceof Errors.Forbidden || error instanceof Errors.FeatureNotAvailable) return 403
+  if (error instanceof Errors.NotFound) return 404
+  if (error instanceof Errors.Conflict) return 409
+  if (error instanceof Errors.CsrfMismatch) return 419
+  if (error instanceof Errors.Unprocessable) return 422
+  if (error instanceof Errors.TooManyRequests) return 429
+  if (error instanceof Errors.BadGateway) return 502
+  return 503
+}
+
+const render = (cause: Cause.Cause<unknown>, requestId: string) =>
+  Effect.gen(function*() {
+    if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
+    const error = Cause.squash(cause)
+    if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
+      return validationResponse(error)
+    }
+    if (HttpApiError.HttpApiPayloadTooLarge.is(error)) return json(413, { message: "Payload too large." })
+    if (HttpServerError.isHttpServerError(error)) {
+      const reason = error.reason
+      if (reason._tag === "RouteNotFound") {
+        const path = reason.request.url.split("?")[0].replace(/^\//, "")
+        return json(404, { message: `The route ${path} could not be found.` })
+      }
+      if (reason._tag === "RequestParseError") {
+        if (reason.reason === "BodyTooLarge") return json(413, { message: "Payload too large." })
+        return json(400, { message: "The request could not be read." })
+      }
+    }
+    const wire = encodeWire(error)
+    if (wire !== undefined) return wire
+    yield* Effect.logError("unhandled failure", { request_id: requestId }).pipe(Effect.annotateLogs({ request_id: requestId }), Effect.andThen(Effect.logError(cause)))
+    return json(500, { message: "Server Error" })
+  })
+
+// The router's typing wants middleware to leave errors it was not told about;
+// this one renders every failure itself, so its own error channel is empty.
+const rendersAll = <A, R>(effect: Effect.Effect<A, never, R>): Effect.Effect<A, Types.unhandled, R> => effect
+
+export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
+  rendersAll(Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const incoming = request.headers["x-request-id"]
+    const requestId = incoming !== undefined && validRequestId.test(incoming) ? incoming : randomUUID()
+    const state: RequestState = { requestId, headers: {} }
+    const started = performance.now()
+    const response = yield* httpEffect.pipe(
+      Effect.provideService(CurrentRequest, state),
+      Effect.annotateLogs({ request_id: requestId }),
+      Effect.catchCause((cause) => render(cause, requestId))
+    )
+    state.headers["x-request-id"] = requestId
+    const final = HttpServerResponse.setHeaders(response, state.headers)
+    if (log.isLevelEnabled("info")) {
+      log.info({
+        request_id: requestId,
+        method: request.method,
+        path: request.url,
+        status: final.status,
+        ms: Math.round((performance.now() - started) * 100) / 100
+      }, "request")
+    }
+    return final
+  })), { global: true })

@@ -1,0 +1,42 @@
+import { Context, Effect, Layer } from "effect"
+import { Company, Throttle } from "../../cluster/RateLimit.ts"
+import { type TooManyRequests, tooManyRequests } from "./Errors.ts"
+import { addResponseHeaders } from "./HttpKernel.ts"
+import type { Decision } from "./SlidingWindow.ts"
+
+export interface Rule {
+  readonly limit: number
+  readonly windowSeconds: number
+}
+
+/** Who owns a bucket: a company's entity (its tokens, block throttles) or the global throttle entity (per IP / e-mail). */
+export type Owner = { readonly companyId: number } | "global"
+
+export class RateLimiter extends Context.Service<RateLimiter, {
+  consume(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
+  /** Consumes one hit and fails with 429 (+ `Retry-After`) when the bucket is full. */
+  enforce(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision, TooManyRequests>
+}>()("crm/platform/RateLimiter") {
+  static readonly layer = Layer.effect(
+    RateLimiter,
+    Effect.gen(function*() {
+      const companies = yield* Company.client
+      const throttles = yield* Throttle.client
+      const consume = (owner: Owner, bucket: string, rule: Rule) => {
+        const payload = { bucket, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }
+        const client = owner === "global" ? throttles(bucket) : companies(String(owner.companyId))
+        return client.Consume(payload).pipe(Effect.orDie)
+      }
+      const enforce = Effect.fnUntraced(function*(owner: Owner, bucket: string, rule: Rule) {
+        const decision = yield* consume(owner, bucket, rule)
+        if (!decision.allowed) {
+          const retryAfter = Math.ceil(decision.retryAfterMs / 1000)
+          yield* addResponseHeaders({ "retry-after": String(retryAfter) })
+          return yield* tooManyRequests(retryAfter)
+        }
+        return decision
+      })
+      return RateLimiter.of({ consume, enforce })
+    })
+  )
+}
