@@ -6,7 +6,7 @@ import { csrfMismatch, unauthenticated } from "../platform/Errors.ts"
 import { addResponseHeaders } from "../platform/HttpKernel.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { type Actor, type CompanyId, CurrentActor, type UserId } from "./Domain.ts"
-import { Authentication, XsrfHeader } from "./Middleware.ts"
+import { Authentication, SessionCookie, XsrfHeader } from "./Middleware.ts"
 import { rolePermissions } from "./Permissions.ts"
 import { AuthRepo, type CredentialRow } from "./Repo.ts"
 
@@ -74,9 +74,8 @@ export const AuthenticationLayer = Layer.effect(
       return actor
     })
 
-    const session = Effect.fnUntraced(function*(credential: Redacted.Redacted<string>) {
-      const sessionId = Redacted.value(credential)
-      if (sessionId.length < 20 || sessionId.length > 128) return yield* unauthenticated()
+    const session = Effect.fnUntraced(function*(sessionId: string | undefined) {
+      if (sessionId === undefined || sessionId.length < 20 || sessionId.length > 128) return yield* unauthenticated()
       const row = yield* repo.findSession(sessionId)
       if (Option.isNone(row)) return yield* unauthenticated()
       const now = yield* Clock.currentTimeMillis
@@ -84,7 +83,7 @@ export const AuthenticationLayer = Layer.effect(
       const request = yield* HttpServerRequest.HttpServerRequest
       if (!safeMethods.has(request.method)) {
         const header = request.headers[XsrfHeader]
-        if (header === undefined || !safeEqualString(decodeURIComponent(header), row.value.csrf_token)) {
+        if (header === undefined || !safeEqualString(header, row.value.csrf_token)) {
           return yield* csrfMismatch()
         }
       }
@@ -102,11 +101,15 @@ export const AuthenticationLayer = Layer.effect(
       return actor
     })
 
+    const authenticate = Effect.fnUntraced(function*(credential: Redacted.Redacted<string>) {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (request.headers.authorization !== undefined) return yield* bearer(credential)
+      return yield* session(request.cookies[SessionCookie])
+    })
+
     return Authentication.of({
       bearer: (httpEffect, { credential }) =>
-        Effect.flatMap(bearer(credential), (actor) => Effect.provideService(httpEffect, CurrentActor, actor)),
-      session: (httpEffect, { credential }) =>
-        Effect.flatMap(session(credential), (actor) => Effect.provideService(httpEffect, CurrentActor, actor))
+        Effect.flatMap(authenticate(credential), (actor) => Effect.provideService(httpEffect, CurrentActor, actor))
     })
   })
 )

@@ -26,17 +26,17 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
       const passwords = yield* Passwords
       const tokens = yield* Tokens
 
-      const serviceAccountEmail = (email: string) =>
+      const serviceAccountEmail = (field: string, email: string) =>
         Effect.flatMap(repo.findUserByEmail(email), (user) =>
           Option.isSome(user) && user.value.is_service_account
-            ? Effect.fail(invalidField("admin.email", "This e-mail belongs to a service account."))
+            ? Effect.fail(invalidField(field, "This e-mail belongs to a service account."))
             : Effect.void)
 
       const createCompany = Effect.fn("PlatformAdmin.createCompany")(function*(input: typeof CreateCompany.Type) {
         // Hash outside the transaction: it is the slow part and needs no lock.
         const passwordHash = yield* passwords.hash(input.admin.password)
         return yield* Effect.gen(function*() {
-          yield* serviceAccountEmail(input.admin.email)
+          yield* serviceAccountEmail("admin.email", input.admin.email)
           const company = yield* repo.insertCompany({
             name: input.name,
             plan: input.plan ?? "free",
@@ -70,7 +70,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
         yield* getCompany(companyId)
         const passwordHash = yield* passwords.hash(input.password)
         return yield* Effect.gen(function*() {
-          yield* serviceAccountEmail(input.email)
+          yield* serviceAccountEmail("email", input.email)
           const user = yield* repo.upsertUser({ email: input.email, name: input.name, password_hash: passwordHash })
           yield* repo.addMembership(companyId, user.id, input.role)
           return user

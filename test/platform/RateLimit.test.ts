@@ -1,0 +1,68 @@
+import { assert, describe, it } from "@effect/vitest"
+import { afterAll, beforeAll } from "vitest"
+import { SlidingLog } from "../../src/platform/SlidingWindow.ts"
+import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startServer({ rateLimitPerWindow: 5, rateLimitWindowSeconds: 2 })
+})
+afterAll(() => server?.close())
+
+describe("per-token rate limit", () => {
+  it("answers 429 with retry_after and both headers once the window is full, per token", async () => {
+    const a = await createCompany(server)
+    const b = await createCompany(server)
+    const remaining: Array<string | null> = []
+    for (let i = 0; i < 5; i++) {
+      const res = await request(server, "GET", "/v1/me", { token: a.token })
+      assert.strictEqual(res.status, 200)
+      remaining.push(res.headers.get("x-ratelimit-remaining"))
+    }
+    assert.deepStrictEqual(remaining, ["4", "3", "2", "1", "0"])
+    const limited = await request(server, "GET", "/v1/me", { token: a.token })
+    assert.strictEqual(limited.status, 429)
+    assert.strictEqual(limited.body.message, "Too Many Requests.")
+    assert.ok(Number.isInteger(limited.body.retry_after) && limited.body.retry_after >= 1)
+    assert.strictEqual(limited.headers.get("retry-after"), String(limited.body.retry_after))
+    assert.strictEqual(limited.headers.get("x-ratelimit-limit"), "5")
+    assert.strictEqual(limited.headers.get("x-ratelimit-remaining"), "0")
+
+    const other = await request(server, "GET", "/v1/me", { token: b.token })
+    assert.strictEqual(other.status, 200, "another company's token has its own bucket")
+
+    await new Promise((resolve) => setTimeout(resolve, 2100))
+    const again = await request(server, "GET", "/v1/me", { token: a.token })
+    assert.strictEqual(again.status, 200, "the window slides")
+  })
+
+  it("does not count unauthenticated requests against a token", async () => {
+    const a = await createCompany(server)
+    for (let i = 0; i < 8; i++) await request(server, "GET", "/v1/me", { headers: { authorization: `Bearer ${a.token}x` } })
+    const res = await request(server, "GET", "/v1/me", { token: a.token })
+    assert.strictEqual(res.status, 200)
+  })
+})
+
+describe("SlidingLog", () => {
+  it("never allows more than the limit in any window, unlike a fixed window", () => {
+    const log = new SlidingLog()
+    const allowed: Array<number> = []
+    // 10 per 1000 ms, hammered every 7 ms for 5 seconds.
+    for (let t = 0; t < 5000; t += 7) if (log.consume(t, 10, 1000).allowed) allowed.push(t)
+    for (let i = 0; i + 10 < allowed.length; i++) {
+      assert.ok(allowed[i + 10] - allowed[i] >= 1000, `11 hits within one window at ${allowed[i]}`)
+    }
+    assert.ok(allowed.length >= 45, `throughput kept: ${allowed.length}`)
+  })
+
+  it("reports the wait until the oldest hit leaves the window", () => {
+    const log = new SlidingLog()
+    log.consume(0, 2, 1000)
+    log.consume(400, 2, 1000)
+    const refused = log.consume(500, 2, 1000)
+    assert.strictEqual(refused.allowed, false)
+    assert.strictEqual(refused.retryAfterMs, 500)
+    assert.strictEqual(log.consume(1000, 2, 1000).allowed, true)
+  })
+})
