@@ -11,9 +11,11 @@ import { Events } from "./events/Events.ts"
 import { Routes } from "./Http.ts"
 import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
 import { LoggingLayer } from "./platform/Logging.ts"
+import { Mailer } from "./platform/Mail.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import { SqlLayer } from "./platform/Sql.ts"
+import { RealtimeLayer } from "./realtime/Realtime.ts"
 
 
 /** The database, after migrations have run. */
@@ -21,7 +23,7 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = RateLimitEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiter.layer, Passwords.layer, Tokens.layer, Events.layer).pipe(
+const Platform = Layer.mergeAll(RateLimiter.layer, Passwords.layer, Tokens.layer, Events.layer, Mailer.layer).pipe(
   Layer.provideMerge(Cluster)
 )
 
@@ -35,6 +37,7 @@ const Server = Layer.unwrap(Effect.gen(function*() {
 
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
+    Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),
     Layer.provideMerge(config),

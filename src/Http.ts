@@ -3,7 +3,10 @@ import { HttpRouter, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { Api } from "./Api.ts"
+import { ApiTokens } from "./api-tokens/ApiTokens.ts"
+import { ApiTokensHttp } from "./api-tokens/Http.ts"
 import { AuthenticationLayer } from "./auth/Authentication.ts"
+import { AuthHttp } from "./auth/Http.ts"
 import { AuthRepo } from "./auth/Repo.ts"
 import { EventsHttp } from "./events/Http.ts"
 import { MeHttp } from "./me/Http.ts"
@@ -12,6 +15,7 @@ import { PlatformHttp } from "./platform-admin/Http.ts"
 import { PlatformAdmin } from "./platform-admin/PlatformAdmin.ts"
 import { PlatformKey } from "./platform-admin/PlatformKey.ts"
 import { KernelMiddleware } from "./platform/HttpKernel.ts"
+import { BroadcastingHttp } from "./realtime/Http.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -30,8 +34,8 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, EventsHttp, PlatformHttp).pipe(
-  Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer]),
+const Handlers = Layer.mergeAll(MeHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp).pipe(
+  Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer]),
   Layer.provide(AuthRepo.layer)
 )
 

@@ -11,6 +11,8 @@ export interface AppConfigShape {
   readonly platformApiKey: Option.Option<Redacted.Redacted>
   readonly signingKey: Option.Option<Redacted.Redacted>
   readonly pusherAppKey: string
+  /** When unset, a secret generated once and shared by every runner through `app_settings`. */
+  readonly pusherAppSecret: Option.Option<Redacted.Redacted>
   readonly rateLimitPerWindow: number
   readonly rateLimitWindowSeconds: number
   readonly loginAttempts: number
@@ -36,6 +38,7 @@ const config = Config.all({
   platformApiKey: Config.option(Config.Redacted("PLATFORM_API_KEY")),
   signingKey: Config.option(Config.Redacted("APP_KEY")),
   pusherAppKey: Config.String("PUSHER_APP_KEY").pipe(Config.withDefault("crm")),
+  pusherAppSecret: Config.option(Config.Redacted("PUSHER_APP_SECRET")),
   rateLimitPerWindow: Config.Int("RATE_LIMIT_PER_WINDOW").pipe(Config.withDefault(3000)),
   rateLimitWindowSeconds: Config.Int("RATE_LIMIT_WINDOW_SECONDS").pipe(Config.withDefault(60)),
   loginAttempts: Config.Int("LOGIN_ATTEMPTS").pipe(Config.withDefault(5)),

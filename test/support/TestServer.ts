@@ -2,6 +2,9 @@ import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { makeApp } from "../../src/App.ts"
 import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
+import { RealtimeGateway } from "../../src/realtime/Gateway.ts"
+
+export type AppServices = Layer.Success<ReturnType<typeof makeApp>>
 
 export interface TestServer {
   readonly url: string
@@ -9,11 +12,20 @@ export interface TestServer {
   readonly close: () => Promise<void>
 }
 
+/** What `startServer` returns: the server plus its realtime port and a way into the running app. */
+export interface RunningServer extends TestServer {
+  /** The realtime gateway's (Pusher protocol) port; the app key is `pusherAppKey`. */
+  readonly realtimePort: number
+  readonly pusherAppKey: string
+  /** Runs an effect inside the running app (its database, Events, services), e.g. to emit an event. */
+  readonly runInApp: <A, E>(effect: Effect.Effect<A, E, AppServices>) => Promise<A>
+}
+
 /**
  * A whole app on ephemeral ports: PostgreSQL from DATABASE_URL when set (each test
  * makes its own company, so files share it safely), else an in-memory PGlite.
  */
-export const startServer = async (overrides: Partial<AppConfigShape> = {}): Promise<TestServer> => {
+export const startServer = async (overrides: Partial<AppConfigShape> = {}): Promise<RunningServer> => {
   const platformKey = `test-platform-key-${Math.random().toString(36).slice(2)}`
   const config = AppConfig.layerWith({
     port: 0,
@@ -31,6 +43,9 @@ export const startServer = async (overrides: Partial<AppConfigShape> = {}): Prom
   return {
     url: `http://127.0.0.1:${address.port}`,
     platformKey,
+    realtimePort: Context.get(context, RealtimeGateway).port,
+    pusherAppKey: Context.get(context, AppConfig).pusherAppKey,
+    runInApp: (effect) => Effect.runPromise(Effect.provideContext(effect, context)),
     close: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }

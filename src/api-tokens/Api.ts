@@ -1,0 +1,42 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Middleware.ts"
+import { AuthErrors, NotFound } from "../platform/Errors.ts"
+import { ApiToken, ApiTokenId, CreateApiToken, CreatedApiToken, UpdateApiToken } from "./Domain.ts"
+
+const TokenParams = { id: ApiTokenId }
+
+export class ApiTokensApi extends HttpApiGroup.make("apiTokens")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/api-tokens", {
+      success: Schema.Struct({ data: Schema.Array(ApiToken) }),
+      error: AuthErrors
+    }),
+    HttpApiEndpoint.post("create", "/v1/api-tokens", {
+      payload: CreateApiToken,
+      success: Schema.Struct({ data: CreatedApiToken }).pipe(HttpApiSchema.status(201)),
+      error: AuthErrors
+    }),
+    HttpApiEndpoint.get("get", "/v1/api-tokens/:id", {
+      params: TokenParams,
+      success: Schema.Struct({ data: ApiToken }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.patch("update", "/v1/api-tokens/:id", {
+      params: TokenParams,
+      payload: UpdateApiToken,
+      success: Schema.Struct({ data: ApiToken }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.delete("revoke", "/v1/api-tokens/:id", {
+      params: TokenParams,
+      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      error: [...AuthErrors, NotFound]
+    })
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({
+    title: "API tokens",
+    description: "Service-account tokens of the company (plan feature `api`). Revoking removes the service account."
+  }))
+{}

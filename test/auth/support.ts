@@ -1,0 +1,69 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { Events } from "../../src/events/Events.ts"
+import { type Json, request, type RunningServer } from "../support/TestServer.ts"
+
+/** Raw SQL inside the running app (its own database, PGlite or PostgreSQL). */
+export const query = <A extends object = any>(server: RunningServer, text: string, params: ReadonlyArray<unknown> = []) =>
+  server.runInApp(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql.unsafe<A>(text, params as Array<unknown>)
+  }).pipe(Effect.orDie))
+
+export const emitEvent = (server: RunningServer, companyId: number, key: string, payload: unknown) =>
+  server.runInApp(Events.use((events) => events.emit(companyId, key, payload)))
+
+let counter = 0
+export const uniqueEmail = (prefix: string) =>
+  `${prefix}-${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}@example.test`
+
+/** Another person in a company, through the platform API. */
+export const addUser = async (
+  server: RunningServer,
+  companyId: number,
+  input: { readonly email?: string; readonly role?: "admin" | "manager" | "agent" } = {}
+) => {
+  const email = input.email ?? uniqueEmail("user")
+  const res = await request(server, "POST", `/platform/v1/companies/${companyId}/users`, {
+    token: server.platformKey,
+    body: { email, password: "password-123", name: "Person", role: input.role ?? "agent" }
+  })
+  if (res.status !== 201) throw new Error(`addUser failed: ${res.status} ${JSON.stringify(res.body)}`)
+  return { id: res.body.data.user.id as number, email, password: "password-123" }
+}
+
+export const mobileLogin = (
+  server: RunningServer,
+  email: string,
+  password: string,
+  deviceName = "phone"
+): Promise<Json> => request(server, "POST", "/v1/auth/mobile/login", { body: { email, password, device_name: deviceName } })
+
+export const mailsTo = (server: RunningServer, email: string) =>
+  query<{ id: number; subject: string; body: string }>(
+    server,
+    "SELECT id, subject, body FROM outbound_emails WHERE lower(to_address) = lower($1) ORDER BY id",
+    [email]
+  )
+
+export const latestCode = async (server: RunningServer, email: string) => {
+  const mails = await mailsTo(server, email)
+  const match = /\b(\d{6})\b/.exec(mails[mails.length - 1]?.body ?? "")
+  if (match === null) throw new Error(`no code mailed to ${email}`)
+  return match[1]
+}
+
+/** `name=value` pairs of the Set-Cookie headers, plus each header's raw text. */
+export const setCookies = (res: Json) => {
+  const raw = res.headers.getSetCookie()
+  const byName = new Map<string, { value: string; raw: string }>()
+  for (const header of raw) {
+    const [pair] = header.split(";")
+    const at = pair.indexOf("=")
+    byName.set(pair.slice(0, at).trim(), { value: decodeURIComponent(pair.slice(at + 1).trim()), raw: header })
+  }
+  return byName
+}
+
+export const cookieHeader = (cookies: Record<string, string>) =>
+  Object.entries(cookies).map(([name, value]) => `${name}=${value}`).join("; ")

@@ -1,0 +1,140 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { afterAll, beforeAll } from "vitest"
+import { Events } from "../../src/events/Events.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+
+let server: RunningServer
+beforeAll(async () => {
+  server = await startServer()
+})
+afterAll(() => server?.close())
+
+const emit = (companyId: number, key: string, payload: unknown) =>
+  server.runInApp(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* Events
+    return yield* sql.withTransaction(events.emit(companyId, key, payload))
+  }))
+
+const emitThenRollBack = (companyId: number, key: string, payload: unknown) =>
+  server.runInApp(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* Events
+    yield* sql.withTransaction(Effect.andThen(events.emit(companyId, key, payload), Effect.fail("rollback"))).pipe(
+      Effect.ignore
+    )
+  }))
+
+const replay = (token: string, query = "") => request(server, "GET", `/v1/events${query}`, { token })
+
+interface Envelope {
+  readonly seq: number
+  readonly event: string
+  readonly company_id: number
+  readonly occurred_at: string
+  readonly data: any
+}
+
+const seqs = (items: ReadonlyArray<Envelope>) => items.map((e) => e.seq)
+const range = (from: number, count: number) => Array.from({ length: count }, (_, i) => from + i)
+
+describe("GET /v1/events", () => {
+  it("replays a company's committed events in order with gapless seq and the full envelope", async () => {
+    const a = await createCompany(server)
+    const base = (await replay(a.token)).body.data.next_after as number
+    await emit(a.id, "contact.created", { id: 1 })
+    await emitThenRollBack(a.id, "contact.deleted", { id: 1 })
+    await emit(a.id, "contact.updated", { id: 1, name: "Ann" })
+    await emit(a.id, "message.created", { id: 9, body: "hé \"quoted\"", user_id: a.admin.id })
+
+    const res = await replay(a.token, `?after=${base}`)
+    assert.strictEqual(res.status, 200)
+    const items = res.body.data.items as ReadonlyArray<Envelope>
+    assert.deepStrictEqual(seqs(items), range(base + 1, 3))
+    assert.deepStrictEqual(items.map((e) => e.event), ["contact.created", "contact.updated", "message.created"])
+    assert.deepStrictEqual(items[2].data, { id: 9, body: "hé \"quoted\"", user_id: a.admin.id })
+    for (const item of items) {
+      assert.strictEqual(item.company_id, a.id)
+      assert.strictEqual(new Date(item.occurred_at).toISOString(), item.occurred_at)
+    }
+    assert.strictEqual(res.body.data.next_after, base + 3)
+    assert.deepStrictEqual(res.body.data.pagination, { page: 1, perPage: 100, total: null, lastPage: null })
+  })
+
+  it("keeps seq gapless under concurrent writers", async () => {
+    const a = await createCompany(server)
+    const base = (await replay(a.token)).body.data.next_after as number
+    await Promise.all(range(0, 20).map((i) => emit(a.id, "contact.created", { id: i })))
+    const items = (await replay(a.token, `?after=${base}`)).body.data.items as ReadonlyArray<Envelope>
+    assert.deepStrictEqual(seqs(items), range(base + 1, 20))
+    assert.sameMembers(items.map((e) => e.data.id), range(0, 20))
+  })
+
+  it("pages with after and limit, and answers an empty page past the end", async () => {
+    const a = await createCompany(server)
+    const base = (await replay(a.token)).body.data.next_after as number
+    for (let i = 0; i < 5; i++) await emit(a.id, "contact.created", { id: i })
+
+    const first = await replay(a.token, `?after=${base}&limit=2`)
+    assert.deepStrictEqual(seqs(first.body.data.items), range(base + 1, 2))
+    assert.strictEqual(first.body.data.next_after, base + 2)
+    assert.strictEqual(first.body.data.pagination.perPage, 2)
+
+    const second = await replay(a.token, `?after=${first.body.data.next_after}&limit=2`)
+    assert.deepStrictEqual(seqs(second.body.data.items), range(base + 3, 2))
+    const third = await replay(a.token, `?after=${second.body.data.next_after}&limit=2`)
+    assert.deepStrictEqual(seqs(third.body.data.items), [base + 5])
+
+    const past = await replay(a.token, `?after=${base + 5}`)
+    assert.deepStrictEqual(past.body.data.items, [])
+    assert.strictEqual(past.body.data.next_after, base + 5)
+
+    const max = await replay(a.token, "?limit=500")
+    assert.strictEqual(max.status, 200)
+  })
+
+  it("rejects out-of-range limit and after with 422 field errors", async () => {
+    const a = await createCompany(server)
+    for (const query of ["?limit=0", "?limit=501", "?limit=abc", "?limit=1.5"]) {
+      const res = await replay(a.token, query)
+      assert.strictEqual(res.status, 422, query)
+      assert.deepStrictEqual(Object.keys(res.body.errors), ["limit"], query)
+    }
+    for (const query of ["?after=-1", "?after=x"]) {
+      const res = await replay(a.token, query)
+      assert.strictEqual(res.status, 422, query)
+      assert.deepStrictEqual(Object.keys(res.body.errors), ["after"], query)
+    }
+    assert.strictEqual((await request(server, "GET", "/v1/events")).status, 401)
+  })
+
+  it("never shows one company's events to another", async () => {
+    const a = await createCompany(server)
+    const b = await createCompany(server)
+    const bBase = (await replay(b.token)).body.data.next_after as number
+    await emit(a.id, "contact.created", { secret: "A" })
+    await emit(b.id, "contact.created", { mine: "B" })
+    await emit(a.id, "contact.created", { secret: "A again" })
+
+    const seen = (await replay(b.token, "?limit=500")).body.data.items as ReadonlyArray<Envelope>
+    assert.isTrue(seen.every((e) => e.company_id === b.id))
+    assert.isFalse(seen.some((e) => JSON.stringify(e.data).includes("secret")))
+    const fresh = (await replay(b.token, `?after=${bBase}`)).body.data.items as ReadonlyArray<Envelope>
+    assert.deepStrictEqual(fresh.map((e) => e.data), [{ mine: "B" }])
+    // Each company has its own sequence.
+    assert.deepStrictEqual(seqs(fresh), [bBase + 1])
+  })
+
+  it("replays what the product emits: a token created through the API is api_token.created", async () => {
+    const a = await createCompany(server)
+    const base = (await replay(a.token)).body.data.next_after as number
+    const created = await request(server, "POST", "/v1/api-tokens", { token: a.token, body: { name: "Replay probe" } })
+    assert.strictEqual(created.status, 201)
+    const items = (await replay(a.token, `?after=${base}`)).body.data.items as ReadonlyArray<Envelope>
+    assert.deepStrictEqual(items.map((e) => [e.seq, e.event, e.data]), [
+      [base + 1, "api_token.created", { id: created.body.data.id, name: "Replay probe" }]
+    ])
+  })
+})

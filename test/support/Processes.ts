@@ -1,0 +1,108 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+
+/** A port that was free a moment ago (the OS picks it, then it is released for the child to bind). */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.unref()
+    server.on("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
+    })
+  })
+
+export interface ServerProcess {
+  readonly name: string
+  readonly url: string
+  readonly port: number
+  readonly realtimePort: number
+  readonly runnerPort: number
+  readonly pid: number | undefined
+  /** Everything the process wrote so far (stdout and stderr), for failure messages. */
+  readonly output: () => string
+  /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
+  readonly stop: (graceMs?: number) => Promise<void>
+}
+
+// A test that times out (or a worker that dies) must not leave servers behind holding ports and shards.
+const running = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const child of running) child.kill("SIGKILL")
+})
+
+const exited = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+  })
+
+/**
+ * Starts `src/main.ts` as a real server process (tsx loader, no npx in between, so the pid is the server)
+ * on fresh ports and resolves once `/ready` answers 200.
+ */
+export const spawnServer = async (
+  name: string,
+  /** `undefined` removes a variable inherited from this process (e.g. DATABASE_URL for embedded mode). */
+  env: Record<string, string | undefined>,
+  options: { readonly readyTimeoutMs?: number } = {}
+): Promise<ServerProcess> => {
+  const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
+  const merged: Record<string, string | undefined> = {
+    ...process.env,
+    HOST: "127.0.0.1",
+    RUNNER_HOST: "127.0.0.1",
+    PORT: String(port),
+    REALTIME_PORT: String(realtimePort),
+    RUNNER_PORT: String(runnerPort),
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "warn",
+    ...env
+  }
+  const childEnv = Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined))
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: childEnv,
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  running.add(child)
+  let output = ""
+  const append = (chunk: Buffer) => {
+    output += chunk.toString()
+    if (output.length > 200_000) output = output.slice(-100_000)
+  }
+  child.stdout?.on("data", append)
+  child.stderr?.on("data", append)
+  const done = exited(child).then(() => {
+    running.delete(child)
+  })
+
+  const stop = async (graceMs = 10_000) => {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    child.kill("SIGTERM")
+    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs)
+    await done
+    clearTimeout(timer)
+  }
+
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 40_000)
+  let gone = false
+  void done.then(() => {
+    gone = true
+  })
+  while (true) {
+    if (gone) throw new Error(`${name} exited before it was ready (code ${child.exitCode}):\n${output}`)
+    const ready = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(3_000) }).then((r) => r.status === 200, () => false)
+    if (ready) break
+    if (Date.now() > deadline) {
+      await stop(2_000)
+      throw new Error(`${name} was not ready after ${options.readyTimeoutMs ?? 40_000} ms:\n${output}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  return { name, url, port, realtimePort, runnerPort, pid: child.pid, output: () => output, stop }
+}
