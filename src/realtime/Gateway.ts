@@ -105,7 +105,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           }
         }
 
-        const app = uWS.App().ws<Connection>(`${prefix}/app/:key`, {
+        const behavior: uWS.WebSocketBehavior<Connection> = {
           compression: uWS.DISABLED,
           maxPayloadLength: MAX_PAYLOAD_BYTES,
           // Two limits on purpose: `publish` ends sockets over `softCap` with 4100 (pusher-js backs off and
@@ -153,7 +153,12 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
               if (set.size === 0) subscribers.delete(channel)
             }
           }
-        }).any("/*", (res) => {
+        }
+        // Stock pusher-js and Echo connect at `/app/{key}`; ARCHITECTURE.md names `/v1/realtime`
+        // (clients set `wsPath: "/v1/realtime"`). Both are served.
+        const app = uWS.App()
+        for (const root of new Set([prefix, `${prefix}/v1/realtime`])) app.ws<Connection>(`${root}/app/:key`, behavior)
+        app.any("/*", (res) => {
           res.writeStatus("404 Not Found").end()
         })
 

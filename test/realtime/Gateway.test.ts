@@ -462,6 +462,8 @@ describe("RealtimeGateway lifecycle", () => {
       const { port } = Context.get(context, RealtimeGateway)
       const prefixed = yield* rawAt(port, `/realtime${pusherPath}`)
       assert.strictEqual((yield* next(prefixed.inbox)).event, "pusher:connection_established")
+      const documented = yield* rawAt(port, `/realtime/v1/realtime${pusherPath}`)
+      assert.strictEqual((yield* next(documented.inbox)).event, "pusher:connection_established")
       const unprefixed = yield* rawAt(port, pusherPath)
       const closed = yield* Deferred.await(unprefixed.closed).pipe(Effect.timeout(WAIT))
       assert.strictEqual(closed.code, 1006)

@@ -1,0 +1,145 @@
+// Deno smoke: the server from src/main.ts under Deno 2 (the `deno` npm package), embedded mode
+// (PGlite in a temp DATA_DIR), then one company through the platform API and GET /v1/me with its token.
+//
+//   node test/smoke/deno-smoke.mjs        (npm run smoke:deno)
+//
+// uWebSockets.js is a V8 addon, not Node-API, so it cannot load under Deno; the realtime gateway
+// is switched off with REALTIME_DISABLED=1 for this run.
+import { spawn } from "node:child_process"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+const root = new URL("../..", import.meta.url).pathname
+const deno = join(root, "node_modules/.bin/deno")
+const deadline = Date.now() + 110_000
+const dataDir = mkdtempSync(join(tmpdir(), "crm-deno-smoke-"))
+const platformKey = `deno-smoke-${Math.random().toString(36).slice(2)}`
+let output = ""
+let passed = 0
+let failed = 0
+let child
+
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address()
+      server.close(() => resolve(port))
+    })
+  })
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const check = (name, ok, detail) => {
+  if (ok) passed++
+  else failed++
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${detail}`}`)
+  return ok
+}
+
+const stop = async () => {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once("exit", resolve))
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+  await exited
+  clearTimeout(timer)
+}
+
+const json = async (url, init = {}) => {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) })
+  const text = await res.text()
+  let body = text
+  try {
+    body = JSON.parse(text)
+  } catch {}
+  return { status: res.status, body }
+}
+
+const main = async () => {
+  if (!existsSync(deno)) throw new Error(`${deno} is missing: run npm ci (the deno package is a devDependency)`)
+  const port = await freePort()
+  const realtimePort = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const env = {
+    ...process.env,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    REALTIME_PORT: String(realtimePort),
+    REALTIME_DISABLED: "1",
+    DATA_DIR: dataDir,
+    PLATFORM_API_KEY: platformKey,
+    LOG_LEVEL: "warn",
+    DENO_NO_UPDATE_CHECK: "1",
+    DENO_NO_PROMPT: "1",
+    NO_COLOR: "1"
+  }
+  delete env.DATABASE_URL
+  delete env.CLUSTER
+
+  const version = await new Promise((resolve) => {
+    const p = spawn(deno, ["--version"], { env })
+    let out = ""
+    p.stdout.on("data", (d) => (out += d))
+    p.on("exit", () => resolve(out.split("\n")[0]))
+  })
+  console.log(`${version}; app on ${base}, DATA_DIR ${dataDir}`)
+
+  const started = Date.now()
+  child = spawn(deno, ["run", "-A", "--node-modules-dir=manual", "src/main.ts"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+  child.stdout.on("data", (d) => (output += d))
+  child.stderr.on("data", (d) => (output += d))
+
+  let healthy = false
+  while (!healthy && Date.now() < deadline && child.exitCode === null) {
+    healthy = await fetch(`${base}/health`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.status === 200, () => false)
+    if (!healthy) await sleep(250)
+  }
+  if (!check(`GET /health answers 200 under Deno (${((Date.now() - started) / 1000).toFixed(1)} s to start)`, healthy,
+    child.exitCode !== null ? `server exited with ${child.exitCode}` : "no answer before the deadline")) return
+
+  const unique = `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+  const created = await json(`${base}/platform/v1/companies`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${platformKey}`, "content-type": "application/json", accept: "application/json" },
+    body: JSON.stringify({
+      name: `Deno smoke ${unique}`,
+      plan: "business",
+      admin: { email: `deno-${unique}@example.test`, password: "password-123", name: "Deno Smoke" }
+    })
+  })
+  const token = created.body?.data?.token
+  const companyId = created.body?.data?.company?.id
+  if (!check("POST /platform/v1/companies answers 201 with a token", created.status === 201 && typeof token === "string",
+    `${created.status} ${JSON.stringify(created.body)}`)) return
+
+  const me = await json(`${base}/v1/me`, { headers: { authorization: `Bearer ${token}`, accept: "application/json" } })
+  check("GET /v1/me with that token answers 200 for that company",
+    me.status === 200 && me.body?.data?.current_company_id === companyId,
+    `${me.status} ${JSON.stringify(me.body)}`)
+
+  const anonymous = await json(`${base}/v1/me`, { headers: { accept: "application/json" } })
+  check("GET /v1/me without a token answers 401",
+    anonymous.status === 401 && anonymous.body?.message === "Unauthenticated.",
+    `${anonymous.status} ${JSON.stringify(anonymous.body)}`)
+}
+
+const timer = setTimeout(() => {
+  console.log("FAIL deno smoke: over its 2 minute budget")
+  void stop().then(() => process.exit(1))
+}, 120_000)
+
+try {
+  await main()
+} catch (error) {
+  check("deno smoke ran", false, error instanceof Error ? error.message : String(error))
+}
+await stop()
+clearTimeout(timer)
+if (failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
+rmSync(dataDir, { recursive: true, force: true })
+console.log(`deno smoke: ${passed} passed, ${failed} failed`)
+process.exit(failed > 0 || passed === 0 ? 1 : 0)
