@@ -1,0 +1,87 @@
+import { Context, type Effect, Schema } from "effect"
+
+export const ChannelTypes = ["msgr_a", "msgr_a_business", "msgr_b", "msgr_c_business"] as const
+export type ChannelType = typeof ChannelTypes[number]
+export const ProviderKinds = ["sandbox", "telegram", "whatsapp_cloud"] as const
+export type ProviderKind = typeof ProviderKinds[number]
+
+/** What each channel type allows; the message rules (windows, revoke, likes) read only this table. */
+export interface ChannelRules {
+  /** Free-form sends need an inbound message within the last 24 h; otherwise a template. */
+  readonly customerWindowHours: number | null
+  readonly revoke: boolean
+  readonly revokeWindowSeconds: number | null
+  readonly editWindowSeconds: number | null
+  /** Comment threads that can be liked (social inbox). */
+  readonly likes: boolean
+  /** The provider can block a user (contact block propagation). */
+  readonly providerBlock: boolean
+}
+
+export const channelRules: Record<ChannelType, ChannelRules> = {
+  msgr_a: { customerWindowHours: null, revoke: true, revokeWindowSeconds: 48 * 3600, editWindowSeconds: 15 * 60, likes: false, providerBlock: true },
+  msgr_a_business: { customerWindowHours: 24, revoke: false, revokeWindowSeconds: null, editWindowSeconds: 15 * 60, likes: false, providerBlock: true },
+  msgr_b: { customerWindowHours: null, revoke: true, revokeWindowSeconds: 48 * 3600, editWindowSeconds: 48 * 3600, likes: false, providerBlock: false },
+  msgr_c_business: { customerWindowHours: 24 * 7, revoke: true, revokeWindowSeconds: 24 * 3600, editWindowSeconds: null, likes: true, providerBlock: false }
+}
+
+/** The channel as an adapter sees it: decrypted credentials, never exposed over the API. */
+export interface ChannelContext {
+  readonly id: number
+  readonly companyId: number
+  readonly type: ChannelType
+  readonly provider: ProviderKind
+  readonly status: "connected" | "disconnected"
+  readonly credentials: Record<string, string>
+  readonly settings: Record<string, unknown>
+}
+
+export interface OutboundAttachment {
+  readonly type: string
+  readonly mime_type: string | null
+  /** Local file to upload, or a URL the provider can fetch. */
+  readonly storage_path: string | null
+  readonly url: string | null
+  readonly file_name: string | null
+}
+
+export interface OutboundMessage {
+  /** The provider's chat/recipient id (thread.external_thread_id, else the contact account's external_id). */
+  readonly recipient: string
+  readonly text: string | null
+  readonly attachments: ReadonlyArray<OutboundAttachment>
+  readonly quotedExternalMessageId: string | null
+  /** Business-API template send (templates issue). */
+  readonly template?: { readonly name: string; readonly language: string; readonly parameters: ReadonlyArray<string> }
+}
+
+export interface SentMessage {
+  readonly externalMessageId: string
+  readonly externalThreadId: string | null
+  readonly status: "sent" | "delivered" | "read" | "failed"
+}
+
+export class ProviderError extends Schema.TaggedError<ProviderError>()("ProviderError", {
+  /** `channel_offline`, `not_reachable_24h`, `not_supported`, `rejected`, `unavailable`… */
+  code: Schema.String,
+  message: Schema.String
+}) {}
+
+/** One messenger integration. Each method gets the channel it acts for. */
+export interface ProviderAdapter {
+  send(channel: ChannelContext, message: OutboundMessage): Effect.Effect<SentMessage, ProviderError>
+  edit(channel: ChannelContext, recipient: string, externalMessageId: string, text: string): Effect.Effect<void, ProviderError>
+  revoke(channel: ChannelContext, recipient: string, externalMessageId: string): Effect.Effect<void, ProviderError>
+  /** `null` removes the reaction. */
+  react(channel: ChannelContext, recipient: string, externalMessageId: string, reaction: string | null): Effect.Effect<void, ProviderError>
+  like(channel: ChannelContext, externalThreadId: string, externalMessageId: string): Effect.Effect<void, ProviderError>
+  block(channel: ChannelContext, externalUserId: string): Effect.Effect<void, ProviderError>
+  unblock(channel: ChannelContext, externalUserId: string): Effect.Effect<void, ProviderError>
+  /** Bytes of an inbound media item (attachment fetch). */
+  download(channel: ChannelContext, providerMediaRef: string): Effect.Effect<{ readonly bytes: Uint8Array; readonly mimeType: string | null }, ProviderError>
+}
+
+/** Picks the adapter for a channel's `provider`. */
+export class Providers extends Context.Service<Providers, {
+  forChannel(channel: ChannelContext): ProviderAdapter
+}>()("crm/channels/Providers") {}
