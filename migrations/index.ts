@@ -1,8 +1,10 @@
 import _0001_kernel from "./0001_kernel.ts"
 import _0002_messaging from "./0002_messaging.ts"
+import _0003_teams from "./0003_teams.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
   "0001_kernel": _0001_kernel,
-  "0002_messaging": _0002_messaging
+  "0002_messaging": _0002_messaging,
+  "0003_teams": _0003_teams
 }

@@ -85,3 +85,37 @@ export interface ProviderAdapter {
 export class Providers extends Context.Service<Providers, {
   forChannel(channel: ChannelContext): ProviderAdapter
 }>()("crm/channels/Providers") {}
+
+/** An inbound message as every adapter hands it to ingestion (`src/messages/Inbound.ts`). */
+export interface InboundMessage {
+  readonly externalMessageId: string | null
+  readonly from: {
+    readonly external_id: string
+    readonly username?: string | null
+    readonly name?: string | null
+    readonly phone?: string | null
+    readonly profile_picture?: string | null
+  }
+  readonly text: string | null
+  readonly messageType: string
+  readonly attachments: ReadonlyArray<{
+    readonly type: string
+    readonly mime_type: string | null
+    /** Provider runtime URL or media reference (fetch pulls the bytes later). */
+    readonly url: string | null
+    readonly provider_ref: string | null
+    readonly thumbnail_url: string | null
+    readonly file_name: string | null
+  }>
+  readonly referral: Record<string, unknown> | null
+  /** Group / comment thread on the provider side; absent for one-to-one chats. */
+  readonly thread: { readonly external_id: string; readonly is_group: boolean } | null
+  readonly quotedExternalMessageId: string | null
+  readonly timestamp: Date
+}
+
+export interface InboundStatus {
+  readonly externalMessageId: string
+  readonly status: "sent" | "delivered" | "read" | "failed"
+  readonly error: string | null
+}
