@@ -56,6 +56,8 @@ export const AuthenticationLayer = Layer.effect(
       const now = yield* Clock.currentTimeMillis
       if (token.expires_at !== null && token.expires_at.getTime() <= now) return yield* unauthenticated()
       if ((lastTouch.get(tokenId) ?? 0) + touchEveryMs <= now) {
+        // Bounded: forgetting a token only costs one extra UPDATE on its next use.
+        if (lastTouch.size >= 100_000) lastTouch.clear()
         lastTouch.set(tokenId, now)
         const expiresAt = token.kind === "mobile" ? new Date(now + mobileTtlMs) : null
         yield* Effect.forkDetach(repo.touchToken(tokenId, new Date(now), expiresAt))
