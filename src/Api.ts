@@ -1,18 +1,37 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ApiTokensApi } from "./api-tokens/Api.ts"
+import { ChannelsApi } from "./channels/Api.ts"
+import { ConversationsApi } from "./conversations/Api.ts"
+import { MessagesApi } from "./messages/Api.ts"
+import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
 import { EventsApi } from "./events/Api.ts"
+import { InvitationsApi } from "./invitations/Api.ts"
 import { MeApi } from "./me/Api.ts"
+import { MembersApi } from "./members/Api.ts"
+import { NotificationsApi } from "./notifications/Api.ts"
 import { PlatformApi } from "./platform-admin/Api.ts"
 import { BroadcastingApi } from "./realtime/Api.ts"
+import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
+import { TeamsApi } from "./teams/Api.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
+  .add(NotificationsApi)
   .add(AuthApi)
   .add(EventsApi)
   .add(PlatformApi)
   .add(BroadcastingApi)
   .add(ApiTokensApi)
+  .add(TeamsApi)
+  .add(MembersApi)
+  .add(InvitationsApi)
+  .add(TelephonyApi)
+  .add(SoftphoneApi)
+  .add(ChannelsApi)
+  .add(HooksApi)
+  .add(ConversationsApi)
+  .add(MessagesApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

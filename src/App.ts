@@ -5,17 +5,23 @@ import { HttpIncomingMessage } from "effect/http"
 import { createServer } from "node:http"
 import { RateLimitEntities } from "../cluster/RateLimitHandlers.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
+import { ConversationEntities } from "../cluster/ConversationHandlers.ts"
+import { Sender } from "./messages/Sender.ts"
 import { Passwords } from "./auth/Passwords.ts"
+import { ChannelsLayer } from "./channels/Channels.ts"
 import { Tokens } from "./auth/Tokens.ts"
 import { Events } from "./events/Events.ts"
 import { Routes } from "./Http.ts"
 import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
 import { LoggingLayer } from "./platform/Logging.ts"
 import { Mailer } from "./platform/Mail.ts"
+import { Sms } from "./platform/Sms.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import { SqlLayer } from "./platform/Sql.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
+import { Pbx } from "./telephony/Pbx.ts"
+import { ChannelAccess } from "./teams/ChannelAccess.ts"
 
 
 /** The database, after migrations have run. */
@@ -23,7 +29,7 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = RateLimitEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiter.layer, Passwords.layer, Tokens.layer, Events.layer, Mailer.layer).pipe(
+const Platform = Layer.mergeAll(RateLimiter.layer, Passwords.layer, Tokens.layer, Events.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
   Layer.provideMerge(Cluster)
 )
 
@@ -38,6 +44,7 @@ const Server = Layer.unwrap(Effect.gen(function*() {
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(RealtimeLayer),
+    Layer.provideMerge(ConversationEntities.pipe(Layer.provide(Sender.layer))),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),
     Layer.provideMerge(config),

@@ -8,14 +8,30 @@ import { ApiTokensHttp } from "./api-tokens/Http.ts"
 import { AuthenticationLayer } from "./auth/Authentication.ts"
 import { AuthHttp } from "./auth/Http.ts"
 import { AuthRepo } from "./auth/Repo.ts"
+import { Hooks } from "./channels/Hooks.ts"
+import { ChannelsHttp, HooksHttp } from "./channels/Http.ts"
+import { Conversations } from "./conversations/Conversations.ts"
+import { ConversationsHttp } from "./conversations/Http.ts"
 import { EventsHttp } from "./events/Http.ts"
+import { InvitationsHttp } from "./invitations/Http.ts"
+import { Invitations } from "./invitations/Invitations.ts"
 import { MeHttp } from "./me/Http.ts"
+import { MessagesHttp } from "./messages/Http.ts"
+import { Inbound } from "./messages/Inbound.ts"
+import { Messages } from "./messages/Messages.ts"
 import { Me } from "./me/Me.ts"
+import { NotificationsHttp } from "./notifications/Http.ts"
+import { MembersHttp } from "./members/Http.ts"
+import { Members } from "./members/Members.ts"
 import { PlatformHttp } from "./platform-admin/Http.ts"
 import { PlatformAdmin } from "./platform-admin/PlatformAdmin.ts"
 import { PlatformKey } from "./platform-admin/PlatformKey.ts"
 import { KernelMiddleware } from "./platform/HttpKernel.ts"
 import { BroadcastingHttp } from "./realtime/Http.ts"
+import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
+import { Telephony } from "./telephony/Telephony.ts"
+import { TeamsHttp } from "./teams/Http.ts"
+import { Teams } from "./teams/Teams.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -34,8 +50,9 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp).pipe(
-  Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer]),
+const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, MessagesHttp).pipe(
+  Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer]),
+  Layer.provide(Inbound.layer),
   Layer.provide(AuthRepo.layer)
 )
 

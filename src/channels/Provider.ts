@@ -112,6 +112,10 @@ export interface InboundMessage {
   readonly thread: { readonly external_id: string; readonly is_group: boolean } | null
   readonly quotedExternalMessageId: string | null
   readonly timestamp: Date
+  /** The provider reports a new text for the earlier message with this `externalMessageId` (Telegram `edited_message`). */
+  readonly edited?: boolean
+  /** A reaction of the sender to one of our messages (`messageType: "reaction"`); `emoji: null` removes it. */
+  readonly reaction?: { readonly externalMessageId: string; readonly emoji: string | null }
 }
 
 export interface InboundStatus {

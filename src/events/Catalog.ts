@@ -30,5 +30,14 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "A background sticker-set import ended."
   ),
   entry("api_token.created", "API token created", "system", "api_token", "A service-account token was created."),
-  entry("api_token.deleted", "API token deleted", "system", "api_token", "A service-account token was revoked.")
+  entry("api_token.deleted", "API token deleted", "system", "api_token", "A service-account token was revoked."),
+  entry("team.created", "Team created", "organization", "team", "A team was created."),
+  entry("team.updated", "Team updated", "organization", "team", "A team's name, channels or members changed."),
+  entry("team.deleted", "Team deleted", "organization", "team", "A team was deleted."),
+  entry("member.added", "Member added", "organization", "member", "Someone joined the company by accepting an invitation."),
+  entry("member.updated", "Member role changed", "organization", "member", "A member's role changed."),
+  entry("member.removed", "Member removed", "organization", "member", "A membership was revoked."),
+  entry("invitation.created", "Invitation created", "organization", "invitation", "An invitation was sent."),
+  entry("invitation.updated", "Invitation updated", "organization", "invitation", "An invitation's role or status changed."),
+  entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted.")
 ]

@@ -17,3 +17,51 @@ export const Profile = Schema.Struct({
   permissions: Schema.Array(Schema.String)
 })
 export type Profile = typeof Profile.Type
+
+export const E164 = /^\+[1-9]\d{6,14}$/
+
+const Text = (field: string, max: number) =>
+  Schema.String.check(Schema.isMaxLength(max, { message: `The ${field} field must not be greater than ${max} characters.` }))
+
+/** POST /v1/me: every field optional; `phone` null (or "") removes the number. */
+export const UpdateProfile = Schema.Struct({
+  name: Schema.optionalKey(Text("name", 255).check(
+    Schema.isPattern(/\S/, { message: "The name field must not be empty." })
+  )),
+  lastname: Schema.optionalKey(Schema.NullOr(Text("lastname", 255))),
+  phone: Schema.optionalKey(Schema.NullOr(Schema.String.check(
+    Schema.isPattern(/^$|^\+[1-9]\d{6,14}$/, { message: "The phone must be in E.164 format, e.g. +14155550123." })
+  ))),
+  timezone: Schema.optionalKey(Text("timezone", 64)),
+  locale: Schema.optionalKey(Schema.String.check(
+    Schema.isPattern(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8}){0,3}$/, { message: "The locale must be a language tag such as en or pt-BR." })
+  ))
+})
+export type UpdateProfile = typeof UpdateProfile.Type
+
+export const ChangePassword = Schema.Struct({
+  current_password: Schema.String.check(
+    Schema.isMinLength(1, { message: "The current password field is required." }),
+    Schema.isMaxLength(256, { message: "The current password field must not be greater than 256 characters." })
+  ),
+  password: Schema.String.check(
+    Schema.isMinLength(8, { message: "The password must be at least 8 characters." }),
+    Schema.isMaxLength(256, { message: "The password must not be greater than 256 characters." })
+  )
+})
+export type ChangePassword = typeof ChangePassword.Type
+
+/** `busy` is refused by the service with its own message, so the field is any string here. */
+export const SetAvailability = Schema.Struct({ status: Schema.String })
+
+export const Availability = Schema.Struct({ message: Schema.String, availability: Schema.String })
+
+export const SwitchCompany = Schema.Struct({ company_id: Schema.Int })
+
+export const PhoneCodeSent = Schema.Struct({ phone: Schema.String, expires_in: Schema.Int })
+
+export const VerifyPhone = Schema.Struct({
+  code: Schema.String.check(Schema.isPattern(/^\d{6}$/, { message: "The code field must be a 6-digit code." }))
+})
+
+export const PhoneVerified = Schema.Struct({ message: Schema.String, phone: Schema.String, phone_verified: Schema.Boolean })

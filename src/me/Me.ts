@@ -1,29 +1,122 @@
-import { Context, Effect, Layer } from "effect"
-import { CurrentActor } from "../auth/Domain.ts"
-import type { Profile } from "./Domain.ts"
-import { MeRepo } from "./Repo.ts"
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { CurrentActor, requirePersonalCredential } from "../auth/Domain.ts"
+import { Passwords } from "../auth/Passwords.ts"
+import { type Role, rolePermissions } from "../auth/Permissions.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { type Forbidden, forbidden, invalidField, type TooManyRequests, type Unprocessable } from "../platform/Errors.ts"
+import { RateLimiter } from "../platform/RateLimiter.ts"
+import type { ChangePassword, Profile, UpdateProfile } from "./Domain.ts"
+import { type ProfilePatch, MeRepo, type UserRow } from "./Repo.ts"
+
+const profileFields = ["name", "lastname", "phone", "timezone", "locale"] as const
+
+export const settableAvailability = ["online", "away", "offline"] as const
+
+const toProfile = (
+  user: UserRow,
+  company: { readonly id: number; readonly permissions: ReadonlySet<string>; readonly role: Role } | null
+): Profile => {
+  const { email_verified_at, ...rest } = user
+  return {
+    ...rest,
+    email_verified: email_verified_at !== null,
+    // The active company is the one the credential resolved to; a stale current_company_id reads as none.
+    current_company_id: company?.id ?? null,
+    roles: company === null ? [] : [company.role],
+    permissions: company === null ? [] : [...company.permissions]
+  }
+}
+
+/** IANA zone names only: Intl also takes offsets such as "+05:00", which carry no DST rules. */
+const checkTimezone = (timeZone: string) =>
+  Effect.gen(function*() {
+    const invalid = () => invalidField("timezone", "The timezone must be a valid IANA time zone, e.g. Europe/Berlin.")
+    if (!/^[A-Za-z][A-Za-z0-9_+\-]*(\/[A-Za-z0-9_+\-]+)*$/.test(timeZone)) return yield* invalid()
+    yield* Effect.try({ try: () => new Intl.DateTimeFormat("en", { timeZone }), catch: invalid })
+    return timeZone
+  })
 
 export class Me extends Context.Service<Me, {
   readonly profile: Effect.Effect<Profile, never, CurrentActor>
+  updateProfile(input: UpdateProfile): Effect.Effect<Profile, Unprocessable, CurrentActor>
+  changePassword(input: ChangePassword): Effect.Effect<{ readonly message: string }, Forbidden | Unprocessable | TooManyRequests, CurrentActor>
+  setAvailability(status: string): Effect.Effect<{ readonly message: string; readonly availability: string }, Unprocessable, CurrentActor>
+  switchCompany(companyId: number): Effect.Effect<Profile, Forbidden | Unprocessable, CurrentActor>
 }>()("crm/me/Me") {
-  static readonly layer = Layer.effect(
+  static readonly layerNoDeps = Layer.effect(
     Me,
     Effect.gen(function*() {
       const repo = yield* MeRepo
+      const passwords = yield* Passwords
+      const limiter = yield* RateLimiter
+      const config = yield* AppConfig
+      const passwordRule = { limit: config.loginAttempts, windowSeconds: config.loginWindowSeconds }
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
       const profile = Effect.gen(function*() {
         const actor = yield* CurrentActor
-        const user = yield* repo.findUser(actor.userId)
-        const { email_verified_at, ...rest } = user
-        return {
-          ...rest,
-          email_verified: email_verified_at !== null,
-          // The active company is the one the credential resolved to; a stale current_company_id reads as none.
-          current_company_id: actor.company?.id ?? null,
-          roles: actor.company === null ? [] : [actor.company.role],
-          permissions: actor.company === null ? [] : [...actor.company.permissions]
-        }
+        return toProfile(yield* repo.findUser(actor.userId), actor.company)
       })
-      return Me.of({ profile })
+
+      const updateProfile = Effect.fn("Me.updateProfile")(function*(input: UpdateProfile) {
+        const actor = yield* CurrentActor
+        // A body with none of the fields is a client mistake (a wrong form), not a no-op success.
+        if (profileFields.every((field) => input[field] === undefined)) {
+          return yield* invalidField("body", `Give at least one of: ${profileFields.join(", ")}.`)
+        }
+        const patch: ProfilePatch = {
+          ...(input.name !== undefined ? { name: input.name.trim() } : {}),
+          ...(input.lastname !== undefined ? { lastname: input.lastname } : {}),
+          ...(input.phone !== undefined ? { phone: input.phone === "" ? null : input.phone } : {}),
+          ...(input.timezone !== undefined ? { timezone: yield* checkTimezone(input.timezone) } : {}),
+          ...(input.locale !== undefined ? { locale: input.locale } : {})
+        }
+        return toProfile(yield* repo.updateProfile(actor.userId, patch, yield* now), actor.company)
+      })
+
+      const changePassword = Effect.fn("Me.changePassword")(function*(input: ChangePassword) {
+        const actor = yield* requirePersonalCredential
+        // A stolen session must not become a way to guess the password at leisure.
+        yield* limiter.enforce("global", `password-change:${actor.userId}`, passwordRule)
+        const ok = yield* passwords.verify(yield* repo.findPasswordHash(actor.userId), input.current_password)
+        if (!ok) return yield* invalidField("current_password", "The current password is incorrect.")
+        const hash = yield* passwords.hash(input.password)
+        yield* repo.replacePassword(
+          actor.userId,
+          hash,
+          { sessionId: actor.sessionId, tokenId: actor.kind === "mobile" ? actor.tokenId : null },
+          yield* now
+        )
+        return { message: "Password updated. Your other sessions and devices have been signed out." }
+      })
+
+      const setAvailability = Effect.fn("Me.setAvailability")(function*(status: string) {
+        const actor = yield* CurrentActor
+        if (status === "busy") {
+          return yield* invalidField("status", "The busy status is set by the system (during calls) and cannot be chosen.")
+        }
+        if (!(settableAvailability as ReadonlyArray<string>).includes(status)) {
+          return yield* invalidField("status", "The status must be one of: online, away, offline.")
+        }
+        yield* repo.setAvailability(actor.userId, status, yield* now)
+        return { message: "Availability updated.", availability: status }
+      })
+
+      const switchCompany = Effect.fn("Me.switchCompany")(function*(companyId: number) {
+        const actor = yield* CurrentActor
+        if (actor.isServiceAccount || actor.kind === "service") {
+          return yield* forbidden("A service account is bound to its company and cannot switch.")
+        }
+        // One column for the whole account: every session and token follows on its next request.
+        const switched = yield* repo.switchCompany(actor.userId, companyId, yield* now)
+        if (Option.isNone(switched)) return yield* invalidField("company_id", "You are not a member of this company.")
+        const role = switched.value.role
+        return toProfile(yield* repo.findUser(actor.userId), { id: companyId, role, permissions: rolePermissions[role] })
+      })
+
+      return Me.of({ profile, updateProfile, changePassword, setAvailability, switchCompany })
     })
-  ).pipe(Layer.provide(MeRepo.layer))
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(MeRepo.layer))
 }

@@ -1,5 +1,6 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type { Role } from "../auth/Permissions.ts"
 
 export interface UserRow {
   readonly id: number
@@ -16,21 +17,102 @@ export interface UserRow {
   readonly current_company_id: number | null
 }
 
+export interface ProfilePatch {
+  readonly name?: string
+  readonly lastname?: string | null
+  readonly phone?: string | null
+  readonly timezone?: string
+  readonly locale?: string
+}
+
+/**
+ * The signed-in account itself. Every method takes the user id the credential resolved
+ * to, never an id from input, so no tenant predicate is needed: an account is not a
+ * company's record. The one company id that comes from input (the switch) is checked
+ * against the account's own memberships in the same statement.
+ */
 export class MeRepo extends Context.Service<MeRepo, {
-  /** The signed-in account itself: the user id comes from the credential, never from input. */
   findUser(userId: number): Effect.Effect<UserRow>
+  /** A changed phone clears `phone_verified` in the same statement, so no reader sees a verified new number. */
+  updateProfile(userId: number, patch: ProfilePatch, now: Date): Effect.Effect<UserRow>
+  findPasswordHash(userId: number): Effect.Effect<string | null>
+  /** New hash; every session and mobile token of the user ends except the caller's own one. */
+  replacePassword(
+    userId: number,
+    passwordHash: string,
+    keep: { readonly sessionId: string | null; readonly tokenId: number | null },
+    now: Date
+  ): Effect.Effect<void>
+  setAvailability(userId: number, status: string, now: Date): Effect.Effect<void>
+  /** Points `current_company_id` at a company the user belongs to; none when there is no such membership. */
+  switchCompany(userId: number, companyId: number, now: Date): Effect.Effect<Option.Option<{ readonly role: Role }>>
 }>()("crm/me/MeRepo") {
   static readonly layer = Layer.effect(
     MeRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return MeRepo.of({
-        findUser: (userId) =>
-          sql<UserRow>`
-            SELECT id, name, lastname, email, email_verified_at, phone, phone_verified, timezone, locale,
-                   availability, is_service_account, current_company_id
-            FROM users WHERE id = ${userId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
-      })
+      const columns = sql`id, name, lastname, email, email_verified_at, phone, phone_verified, timezone, locale,
+                          availability, is_service_account, current_company_id`
+
+      const findUser = (userId: number) =>
+        sql<UserRow>`SELECT ${columns} FROM users WHERE id = ${userId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+
+      const updateProfile = (userId: number, patch: ProfilePatch, now: Date) => {
+        const sets = [
+          ...(patch.name !== undefined ? [sql`name = ${patch.name}`] : []),
+          ...(patch.lastname !== undefined ? [sql`lastname = ${patch.lastname}`] : []),
+          ...(patch.timezone !== undefined ? [sql`timezone = ${patch.timezone}`] : []),
+          ...(patch.locale !== undefined ? [sql`locale = ${patch.locale}`] : []),
+          ...(patch.phone !== undefined
+            ? [
+              sql`phone = ${patch.phone}`,
+              sql`phone_verified = (phone_verified AND phone IS NOT DISTINCT FROM ${patch.phone}::text)`
+            ]
+            : []),
+          sql`updated_at = ${now}`
+        ]
+        return sql<UserRow>`UPDATE users SET ${sql.csv(sets)} WHERE id = ${userId} RETURNING ${columns}`.pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.orDie
+        )
+      }
+
+      const findPasswordHash = (userId: number) =>
+        sql<{ password_hash: string | null }>`SELECT password_hash FROM users WHERE id = ${userId}`.pipe(
+          Effect.map((rows) => rows[0]?.password_hash ?? null),
+          Effect.orDie
+        )
+
+      const replacePassword = (
+        userId: number,
+        passwordHash: string,
+        keep: { readonly sessionId: string | null; readonly tokenId: number | null },
+        now: Date
+      ) =>
+        Effect.gen(function*() {
+          yield* sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = ${now} WHERE id = ${userId}`
+          yield* sql`DELETE FROM sessions WHERE user_id = ${userId} AND id IS DISTINCT FROM ${keep.sessionId}::text`
+          yield* sql`DELETE FROM api_tokens WHERE user_id = ${userId} AND kind = 'mobile'
+                     AND id IS DISTINCT FROM ${keep.tokenId}::bigint`
+        }).pipe(sql.withTransaction, Effect.orDie)
+
+      const setAvailability = (userId: number, status: string, now: Date) =>
+        sql`UPDATE users SET availability = ${status}, updated_at = ${now} WHERE id = ${userId}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      const switchCompany = (userId: number, companyId: number, now: Date) =>
+        sql<{ role: Role }>`
+          WITH m AS (SELECT role FROM memberships WHERE user_id = ${userId} AND company_id = ${companyId})
+          UPDATE users SET current_company_id = ${companyId}, updated_at = ${now}
+          WHERE id = ${userId} AND EXISTS (SELECT 1 FROM m)
+          RETURNING (SELECT role FROM m) AS role`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      return MeRepo.of({ findUser, updateProfile, findPasswordHash, replacePassword, setAvailability, switchCompany })
     })
   )
 }

@@ -25,6 +25,18 @@ export interface AppConfigShape {
   readonly mobileTokenDays: number
   readonly passwordHashConcurrency: number
   readonly realtimeMaxBackpressureBytes: number
+  readonly realtimeDisabled: boolean
+  /** SMS port: `outbox` keeps messages in `outbound_sms`; `fail` makes every send fail (502 drills). */
+  readonly smsMode: "outbox" | "fail"
+  /** Platform-wide phone codes per UTC day; beyond it send-otp answers 503. */
+  readonly smsDailyBudget: number
+  readonly phoneCodeResendSeconds: number
+  readonly phoneCodeSendsPerHour: number
+  readonly phoneCodeVerifyAttempts: number
+  /** Provider API roots (tests point them at local fakes). */
+  readonly telegramApiBase: string
+  readonly whatsappApiBase: string
+  readonly providerTimeoutMs: number
 }
 
 const config = Config.all({
@@ -50,7 +62,16 @@ const config = Config.all({
   logLevel: Config.String("LOG_LEVEL").pipe(Config.withDefault("info")),
   mobileTokenDays: Config.Int("MOBILE_TOKEN_DAYS").pipe(Config.withDefault(90)),
   passwordHashConcurrency: Config.Int("PASSWORD_HASH_CONCURRENCY").pipe(Config.withDefault(2)),
-  realtimeMaxBackpressureBytes: Config.Int("REALTIME_MAX_BACKPRESSURE_BYTES").pipe(Config.withDefault(1024 * 1024))
+  realtimeMaxBackpressureBytes: Config.Int("REALTIME_MAX_BACKPRESSURE_BYTES").pipe(Config.withDefault(1024 * 1024)),
+  realtimeDisabled: Config.Boolean("REALTIME_DISABLED").pipe(Config.withDefault(false)),
+  smsMode: Config.Literals(["outbox", "fail"], "SMS_MODE").pipe(Config.withDefault("outbox" as const)),
+  smsDailyBudget: Config.Int("SMS_DAILY_BUDGET").pipe(Config.withDefault(10_000)),
+  phoneCodeResendSeconds: Config.Int("PHONE_CODE_RESEND_SECONDS").pipe(Config.withDefault(60)),
+  phoneCodeSendsPerHour: Config.Int("PHONE_CODE_SENDS_PER_HOUR").pipe(Config.withDefault(5)),
+  phoneCodeVerifyAttempts: Config.Int("PHONE_CODE_VERIFY_ATTEMPTS").pipe(Config.withDefault(5)),
+  telegramApiBase: Config.String("TELEGRAM_API_BASE").pipe(Config.withDefault("https://api.telegram.org")),
+  whatsappApiBase: Config.String("WHATSAPP_API_BASE").pipe(Config.withDefault("https://graph.facebook.com/v21.0")),
+  providerTimeoutMs: Config.Int("PROVIDER_TIMEOUT_MS").pipe(Config.withDefault(10_000))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {

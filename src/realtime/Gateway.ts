@@ -13,7 +13,7 @@ export interface RealtimeGatewayOptions {
   readonly path?: string
 }
 
-export type RealtimeEngine = "uws" | "ws-fallback"
+export type RealtimeEngine = "uws" | "ws-fallback" | "disabled"
 
 interface Connection {
   readonly socketId: string
@@ -40,6 +40,14 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
   publish(channel: string, event: string, data: unknown): Effect.Effect<void>
   readonly connections: Effect.Effect<number>
 }>()("crm/realtime/RealtimeGateway") {
+  /** REALTIME_DISABLED: no WebSocket listener (e.g. under Deno, where the uWS addon cannot load); publishes go nowhere. */
+  static readonly disabled: Layer.Layer<RealtimeGateway> = Layer.succeed(RealtimeGateway, {
+    port: 0,
+    engine: "disabled",
+    publish: () => Effect.void,
+    connections: Effect.succeed(0)
+  })
+
   static readonly layer = (options: RealtimeGatewayOptions): Layer.Layer<RealtimeGateway> =>
     Layer.effect(
       RealtimeGateway,

@@ -60,7 +60,7 @@ const appSecret = Effect.fn("Realtime.appSecret")(function*(configured: Option.O
 export const RealtimeLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   const secret = yield* appSecret(config.pusherAppSecret)
-  const gateway = RealtimeGateway.layer({
+  const gateway = config.realtimeDisabled ? RealtimeGateway.disabled : RealtimeGateway.layer({
     host: config.host,
     port: config.realtimePort,
     appKey: config.pusherAppKey,

@@ -1,0 +1,53 @@
+import { Schema } from "effect"
+import { Entity } from "effect/cluster"
+import { Rpc } from "effect/rpc"
+import { Message } from "../src/messages/Domain.ts"
+
+export const OutgoingAttachment = Schema.Struct({
+  type: Schema.String,
+  mime_type: Schema.NullOr(Schema.String),
+  url: Schema.NullOr(Schema.String),
+  thumbnail_url: Schema.NullOr(Schema.String),
+  storage_path: Schema.NullOr(Schema.String),
+  media_id: Schema.NullOr(Schema.Int),
+  sticker_id: Schema.NullOr(Schema.Int),
+  file_name: Schema.NullOr(Schema.String),
+  size: Schema.NullOr(Schema.Int)
+})
+export type OutgoingAttachment = typeof OutgoingAttachment.Type
+
+/** A send that the HTTP side has validated and resolved to a thread. */
+export const SendRequest = Schema.Struct({
+  /** `send`, `create` or `forward`: the idempotency scope and which refusal codes apply. */
+  endpoint: Schema.Literals(["send", "create", "forward"]),
+  companyId: Schema.Int,
+  userId: Schema.Int,
+  threadId: Schema.Int,
+  messageType: Schema.String,
+  text: Schema.NullOr(Schema.String),
+  attachments: Schema.Array(OutgoingAttachment),
+  quotedMessageId: Schema.NullOr(Schema.Int),
+  quotedExternalMessageId: Schema.NullOr(Schema.String),
+  metadata: Schema.Record(Schema.String, Schema.Unknown),
+  idempotency: Schema.NullOr(Schema.Struct({ key: Schema.String, hash: Schema.String }))
+})
+export type SendRequest = typeof SendRequest.Type
+
+/** A refusal decided inside the conversation; the HTTP side turns it into the wire error of `status`. */
+export class SendRefused extends Schema.TaggedError<SendRefused>()("SendRefused", {
+  status: Schema.Literals([404, 409, 422]),
+  message: Schema.String,
+  error_code: Schema.optional(Schema.String)
+}) {}
+
+export const Send = Rpc.make("Send", {
+  payload: SendRequest,
+  success: Message,
+  error: SendRefused
+})
+
+/**
+ * One per conversation (entity id = conversation id): owns the order of its outbound sends and the
+ * idempotency of keys that are in flight.
+ */
+export const Conversation = Entity.make("Conversation", [Send])

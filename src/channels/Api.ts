@@ -1,0 +1,72 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Middleware.ts"
+import { AuthErrors, BadGateway, NotFound, Unprocessable } from "../platform/Errors.ts"
+import {
+  Channel,
+  ChannelId,
+  CreateChannel,
+  SandboxInbound,
+  SandboxInboundResult,
+  SandboxStatus,
+  UpdateChannel
+} from "./Domain.ts"
+
+const ChannelParams = { id: ChannelId }
+const Message = Schema.Struct({ data: Schema.Struct({ message: Schema.String }) })
+
+export class ChannelsApi extends HttpApiGroup.make("channels")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/channels", {
+      success: Schema.Struct({ data: Schema.Array(Channel) }),
+      error: AuthErrors
+    }),
+    HttpApiEndpoint.post("create", "/v1/channels", {
+      payload: CreateChannel,
+      success: Schema.Struct({ data: Channel }).pipe(HttpApiSchema.status(201)),
+      error: [...AuthErrors, Unprocessable]
+    }),
+    HttpApiEndpoint.get("get", "/v1/channels/:id", {
+      params: ChannelParams,
+      success: Schema.Struct({ data: Channel }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.patch("update", "/v1/channels/:id", {
+      params: ChannelParams,
+      payload: UpdateChannel,
+      success: Schema.Struct({ data: Channel }),
+      error: [...AuthErrors, NotFound, Unprocessable]
+    }),
+    HttpApiEndpoint.delete("remove", "/v1/channels/:id", {
+      params: ChannelParams,
+      success: Message,
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.post("registerWebhook", "/v1/channels/:id/webhook", {
+      params: ChannelParams,
+      success: Schema.Struct({ data: Channel }),
+      error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
+    }).annotateMerge(OpenApi.annotations({
+      description: "Telegram only: checks the bot token (getMe) and registers `webhook_url` with the channel's secret token " +
+        "(setWebhook). WhatsApp Cloud webhooks are set in the Meta app with the channel's `verify_token`."
+    })),
+    HttpApiEndpoint.post("sandboxInbound", "/v1/channels/:id/sandbox/inbound", {
+      params: ChannelParams,
+      payload: SandboxInbound,
+      success: Schema.Struct({ data: SandboxInboundResult }).pipe(HttpApiSchema.status(201)),
+      error: [...AuthErrors, NotFound, Unprocessable]
+    }),
+    HttpApiEndpoint.post("sandboxStatus", "/v1/channels/:id/sandbox/status", {
+      params: ChannelParams,
+      payload: SandboxStatus,
+      success: Message,
+      error: [...AuthErrors, NotFound, Unprocessable]
+    })
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({
+    title: "Channels",
+    description: "Messaging channels of the company. Credentials are write-only and stored encrypted. " +
+      "Sandbox channels accept simulated inbound messages and delivery statuses."
+  }))
+{}

@@ -1,0 +1,49 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { Api } from "../Api.ts"
+import { Channels } from "./Channels.ts"
+import { Hooks, MalformedBody } from "./Hooks.ts"
+
+const deleted = { data: { message: "Channel deleted." } }
+const statusRecorded = { data: { message: "Status recorded." } }
+
+export const ChannelsHttp = HttpApiBuilder.group(Api, "channels", Effect.fn(function*(handlers) {
+  const channels = yield* Channels
+  const hooks = yield* Hooks
+  return handlers
+    .handle("list", () => Effect.map(channels.list, (data) => ({ data })))
+    .handle("create", ({ payload }) => Effect.map(channels.create(payload), (data) => ({ data })))
+    .handle("get", ({ params }) => Effect.map(channels.get(params.id), (data) => ({ data })))
+    .handle("update", ({ params, payload }) => Effect.map(channels.update(params.id, payload), (data) => ({ data })))
+    .handle("remove", ({ params }) => Effect.as(channels.remove(params.id), deleted))
+    .handle("registerWebhook", ({ params }) => Effect.map(channels.registerWebhook(params.id), (data) => ({ data })))
+    .handle("sandboxInbound", ({ params, payload }) => Effect.map(hooks.sandboxInbound(params.id, payload), (data) => ({ data })))
+    .handle("sandboxStatus", ({ params, payload }) => Effect.as(hooks.sandboxStatus(params.id, payload), statusRecorded))
+}))
+
+// Webhook bodies are read raw: the WhatsApp signature covers the exact bytes sent.
+const rawBody = (request: HttpServerRequest.HttpServerRequest) => Effect.map(request.arrayBuffer, (buffer) => new Uint8Array(buffer))
+
+const accepted = <E, R>(effect: Effect.Effect<void, E | MalformedBody, R>) =>
+  effect.pipe(
+    Effect.as({ ok: true }),
+    Effect.catchIf(
+      (e): e is MalformedBody => e instanceof MalformedBody,
+      (e) => Effect.succeed(HttpServerResponse.jsonUnsafe({ message: e.message }, { status: 400 }))
+    )
+  )
+
+export const HooksHttp = HttpApiBuilder.group(Api, "hooks", Effect.fn(function*(handlers) {
+  const hooks = yield* Hooks
+  return handlers
+    .handleRaw("telegram", ({ params, request }) =>
+      accepted(Effect.flatMap(rawBody(request), (body) =>
+        hooks.telegram(params.channel, request.headers["x-telegram-bot-api-secret-token"], body))))
+    .handle("whatsappVerify", ({ params, query }) =>
+      hooks.whatsappVerify(params.channel, query["hub.mode"], query["hub.verify_token"], query["hub.challenge"]))
+    .handleRaw("whatsapp", ({ params, request }) =>
+      accepted(Effect.flatMap(rawBody(request), (body) =>
+        hooks.whatsapp(params.channel, request.headers["x-hub-signature-256"], body))))
+}))

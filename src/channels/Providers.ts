@@ -1,0 +1,45 @@
+import { Effect, Layer } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { type ChannelContext, ProviderError, type ProviderAdapter, Providers } from "./Provider.ts"
+import { makeSandbox, SandboxLog } from "./Sandbox.ts"
+import { TelegramApi } from "./Telegram.ts"
+import { WhatsAppCloudApi } from "./WhatsAppCloud.ts"
+
+const offline = Effect.fail(new ProviderError({ code: "channel_offline", message: "The channel is disconnected." }))
+
+/** A disconnected channel makes no provider calls at all. */
+const whenConnected = (adapter: ProviderAdapter): ProviderAdapter => {
+  const guard = <Args extends [ChannelContext, ...Array<any>], A>(f: (...args: Args) => Effect.Effect<A, ProviderError>) =>
+  (...args: Args): Effect.Effect<A, ProviderError> => args[0].status === "disconnected" ? offline : f(...args)
+  return {
+    send: guard(adapter.send),
+    edit: guard(adapter.edit),
+    revoke: guard(adapter.revoke),
+    react: guard(adapter.react),
+    like: guard(adapter.like),
+    block: guard(adapter.block),
+    unblock: guard(adapter.unblock),
+    download: guard(adapter.download)
+  }
+}
+
+/**
+ * The adapter for each channel's `provider`. Also exposes `SandboxLog` (what the sandbox
+ * received, for tests) and `TelegramApi` (webhook registration).
+ */
+export const ProvidersLayer = Layer.effect(
+  Providers,
+  Effect.gen(function*() {
+    // The sandbox logs its own refusals, a disconnected channel included.
+    const sandbox = yield* makeSandbox
+    const telegram = whenConnected((yield* TelegramApi).adapter)
+    const whatsapp = whenConnected((yield* WhatsAppCloudApi).adapter)
+    return Providers.of({
+      forChannel: (channel) =>
+        channel.provider === "telegram" ? telegram : channel.provider === "whatsapp_cloud" ? whatsapp : sandbox
+    })
+  })
+).pipe(
+  Layer.provideMerge(Layer.mergeAll(SandboxLog.layer, TelegramApi.layer, WhatsAppCloudApi.layer)),
+  Layer.provide(FetchHttpClient.layer)
+)

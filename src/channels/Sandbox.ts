@@ -1,0 +1,171 @@
+import { Context, DateTime, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomToken } from "../platform/Crypto.ts"
+import { type ChannelContext, channelRules, ProviderError, type ProviderAdapter } from "./Provider.ts"
+
+export interface SandboxCall {
+  readonly channelId: number
+  readonly operation: "send" | "edit" | "revoke" | "react" | "like" | "block" | "unblock" | "download"
+  readonly args: Record<string, unknown>
+  /** `ok`, or the `ProviderError` code the call failed with. */
+  readonly outcome: string
+  readonly at: Date
+}
+
+const perChannel = 500
+const channelsKept = 10_000
+
+/** Every call the sandbox provider received, per channel, newest last (bounded: it is a test aid, not a store). */
+export class SandboxLog extends Context.Service<SandboxLog, {
+  record(call: SandboxCall): void
+  calls(channelId: number): ReadonlyArray<SandboxCall>
+  clear(channelId: number): void
+}>()("crm/channels/SandboxLog") {
+  static readonly layer = Layer.sync(SandboxLog, () => {
+    const log = new Map<number, Array<SandboxCall>>()
+    return SandboxLog.of({
+      record: (call) => {
+        let calls = log.get(call.channelId)
+        if (calls === undefined) {
+          if (log.size >= channelsKept) log.delete(log.keys().next().value!)
+          calls = []
+          log.set(call.channelId, calls)
+        }
+        calls.push(call)
+        if (calls.length > perChannel) calls.splice(0, calls.length - perChannel)
+      },
+      calls: (channelId) => [...(log.get(channelId) ?? [])],
+      clear: (channelId) => {
+        log.delete(channelId)
+      }
+    })
+  })
+}
+
+const offline = () => new ProviderError({ code: "channel_offline", message: "The channel is offline." })
+const unsupported = (what: string) =>
+  new ProviderError({ code: "not_supported", message: `This channel type does not support ${what}.` })
+const windowClosed = () =>
+  new ProviderError({
+    code: "not_reachable_24h",
+    message: "The recipient has not written within the customer service window; a template is required."
+  })
+
+const dataUrl = /^data:([^;,]+)?(;base64)?,(.*)$/s
+
+/**
+ * A simulated messenger for any channel type, honouring `channelRules`: revoke, edit,
+ * likes and provider blocks only where the type has them, and on types with a customer
+ * window (msgr_a_business) free-form sends and blocks only to recipients who wrote
+ * within it. `settings.sandbox_fail` or status `disconnected` makes every call fail.
+ */
+export const makeSandbox = Effect.gen(function*() {
+  const log = yield* SandboxLog
+  const sql = yield* SqlClient.SqlClient
+
+  const lastInbound = (channel: ChannelContext, recipient: string) =>
+    sql<{ readonly at: Date | null }>`
+      SELECT GREATEST(max(t.last_inbound_at), max(m.last_at)) AS at
+      FROM threads t
+      LEFT JOIN contact_accounts ca ON ca.id = t.contact_account_id AND ca.company_id = ${channel.companyId}
+      LEFT JOIN LATERAL (
+        SELECT max(m."timestamp") AS last_at FROM messages m
+        WHERE m.company_id = ${channel.companyId} AND m.thread_id = t.id AND m.direction = 'inbound'
+      ) m ON true
+      WHERE t.company_id = ${channel.companyId} AND t.channel_id = ${channel.id}
+        AND (t.external_thread_id = ${recipient} OR ca.external_id = ${recipient})`.pipe(
+      Effect.map((rows) => rows[0]?.at ?? null),
+      Effect.orDie
+    )
+
+  const requireWindow = Effect.fnUntraced(function*(channel: ChannelContext, recipient: string) {
+    const hours = channelRules[channel.type].customerWindowHours
+    if (hours === null) return
+    const at = yield* lastInbound(channel, recipient)
+    const now = yield* DateTime.now
+    if (at === null || DateTime.toEpochMillis(now) - at.getTime() > hours * 3600_000) return yield* windowClosed()
+  })
+
+  const call = <A>(
+    channel: ChannelContext,
+    operation: SandboxCall["operation"],
+    args: Record<string, unknown>,
+    body: Effect.Effect<A, ProviderError>
+  ): Effect.Effect<A, ProviderError> =>
+    Effect.suspend(() => {
+      const failing = channel.status === "disconnected" || channel.settings.sandbox_fail === true
+      const record = (outcome: string) =>
+        Effect.map(DateTime.now, (now) =>
+          log.record({ channelId: channel.id, operation, args, outcome, at: new Date(DateTime.toEpochMillis(now)) }))
+      return (failing ? Effect.fail(offline()) : body).pipe(
+        Effect.tap(() => record("ok")),
+        Effect.tapError((error) => record(error.code))
+      )
+    })
+
+  const adapter: ProviderAdapter = {
+    send: (channel, message) =>
+      call(
+        channel,
+        "send",
+        { recipient: message.recipient, text: message.text, attachments: message.attachments.length, template: message.template?.name ?? null },
+        Effect.gen(function*() {
+          if (message.template === undefined) yield* requireWindow(channel, message.recipient)
+          return { externalMessageId: `sbx_${randomToken(24)}`, externalThreadId: null, status: "sent" as const }
+        })
+      ),
+    edit: (channel, recipient, externalMessageId, text) =>
+      call(
+        channel,
+        "edit",
+        { recipient, externalMessageId, text },
+        channelRules[channel.type].editWindowSeconds === null ? Effect.fail(unsupported("editing")) : Effect.void
+      ),
+    revoke: (channel, recipient, externalMessageId) =>
+      call(
+        channel,
+        "revoke",
+        { recipient, externalMessageId },
+        channelRules[channel.type].revoke ? Effect.void : Effect.fail(unsupported("deleting for the recipient"))
+      ),
+    react: (channel, recipient, externalMessageId, reaction) =>
+      call(channel, "react", { recipient, externalMessageId, reaction }, Effect.void),
+    like: (channel, externalThreadId, externalMessageId) =>
+      call(
+        channel,
+        "like",
+        { externalThreadId, externalMessageId },
+        channelRules[channel.type].likes ? Effect.void : Effect.fail(unsupported("likes"))
+      ),
+    block: (channel, externalUserId) =>
+      call(
+        channel,
+        "block",
+        { externalUserId },
+        channelRules[channel.type].providerBlock ? requireWindow(channel, externalUserId) : Effect.fail(unsupported("blocking"))
+      ),
+    unblock: (channel, externalUserId) =>
+      call(
+        channel,
+        "unblock",
+        { externalUserId },
+        channelRules[channel.type].providerBlock ? Effect.void : Effect.fail(unsupported("blocking"))
+      ),
+    // Sandbox media references are data URLs, so a simulated inbound attachment can be fetched like a real one.
+    download: (channel, providerMediaRef) =>
+      call(
+        channel,
+        "download",
+        { providerMediaRef },
+        Effect.gen(function*() {
+          const match = dataUrl.exec(providerMediaRef)
+          if (match === null) return yield* new ProviderError({ code: "not_found", message: "Unknown media reference." })
+          const bytes = match[2] !== undefined
+            ? Buffer.from(match[3], "base64")
+            : Buffer.from(decodeURIComponent(match[3]), "utf8")
+          return { bytes: new Uint8Array(bytes), mimeType: match[1] ?? null }
+        })
+      )
+  }
+  return adapter
+})

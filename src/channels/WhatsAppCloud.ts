@@ -1,0 +1,406 @@
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { HttpClientRequest } from "effect/http"
+import { createHmac } from "node:crypto"
+import { AppConfig } from "../platform/Config.ts"
+import { safeEqual } from "../platform/Crypto.ts"
+import type {
+  ChannelContext,
+  InboundMessage,
+  InboundStatus,
+  OutboundAttachment,
+  OutboundMessage,
+  ProviderAdapter,
+  SentMessage
+} from "./Provider.ts"
+import { ProviderError } from "./Provider.ts"
+import {
+  contentTypeOf,
+  decodeAs,
+  makeProviderHttp,
+  notSupported,
+  parseJson,
+  type RawAnswer,
+  rejected,
+  unavailable
+} from "./ProviderHttp.ts"
+
+// ---------------------------------------------------------------------------
+// Cloud API webhook shapes (only the fields we read; anything else is ignored).
+
+const Media = Schema.Struct({
+  id: Schema.String,
+  mime_type: Schema.optional(Schema.String),
+  caption: Schema.optional(Schema.String),
+  filename: Schema.optional(Schema.String),
+  voice: Schema.optional(Schema.Boolean)
+})
+const WaReferral = Schema.Struct({
+  source_url: Schema.optional(Schema.String),
+  source_id: Schema.optional(Schema.String),
+  source_type: Schema.optional(Schema.String),
+  body: Schema.optional(Schema.String),
+  headline: Schema.optional(Schema.String),
+  media_type: Schema.optional(Schema.String),
+  image_url: Schema.optional(Schema.String),
+  video_url: Schema.optional(Schema.String),
+  thumbnail_url: Schema.optional(Schema.String),
+  ctwa_clid: Schema.optional(Schema.String)
+})
+const WaMessage = Schema.Struct({
+  from: Schema.String,
+  id: Schema.String,
+  timestamp: Schema.String,
+  type: Schema.String,
+  text: Schema.optional(Schema.Struct({ body: Schema.String })),
+  image: Schema.optional(Media),
+  audio: Schema.optional(Media),
+  video: Schema.optional(Media),
+  document: Schema.optional(Media),
+  sticker: Schema.optional(Media),
+  reaction: Schema.optional(Schema.Struct({ message_id: Schema.String, emoji: Schema.optional(Schema.String) })),
+  context: Schema.optional(Schema.Struct({ id: Schema.optional(Schema.String) })),
+  referral: Schema.optional(WaReferral)
+})
+type WaMessage = typeof WaMessage.Type
+const WaStatus = Schema.Struct({
+  id: Schema.String,
+  status: Schema.String,
+  errors: Schema.optional(Schema.Array(Schema.Struct({
+    code: Schema.optional(Schema.Number),
+    title: Schema.optional(Schema.String),
+    message: Schema.optional(Schema.String),
+    error_data: Schema.optional(Schema.Struct({ details: Schema.optional(Schema.String) }))
+  })))
+})
+const WaValue = Schema.Struct({
+  metadata: Schema.optional(Schema.Struct({ phone_number_id: Schema.optional(Schema.String) })),
+  contacts: Schema.optional(Schema.Array(Schema.Struct({
+    wa_id: Schema.String,
+    profile: Schema.optional(Schema.Struct({ name: Schema.optional(Schema.String) }))
+  }))),
+  messages: Schema.optional(Schema.Array(WaMessage)),
+  statuses: Schema.optional(Schema.Array(WaStatus))
+})
+export const WhatsAppWebhook = Schema.Struct({
+  object: Schema.String,
+  entry: Schema.Array(Schema.Struct({
+    id: Schema.optional(Schema.String),
+    changes: Schema.Array(Schema.Struct({ field: Schema.String, value: Schema.optional(WaValue) }))
+  }))
+})
+export type WhatsAppWebhook = typeof WhatsAppWebhook.Type
+
+// ---------------------------------------------------------------------------
+// Webhook verification
+
+/** `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body keyed with the app secret>`. */
+export const validSignature = (appSecret: string, rawBody: Uint8Array, header: string | undefined): boolean => {
+  const match = header === undefined ? null : /^sha256=([0-9a-f]{64})$/i.exec(header.trim())
+  if (match === null) return false
+  const expected = createHmac("sha256", appSecret).update(rawBody).digest()
+  return safeEqual(expected, Buffer.from(match[1], "hex"))
+}
+
+// ---------------------------------------------------------------------------
+// Inbound normalisation
+
+const mediaKinds = ["image", "audio", "video", "document", "sticker"] as const
+
+const referralOf = (r: typeof WaReferral.Type | undefined): Record<string, unknown> | null => {
+  if (r === undefined) return null
+  const out: Record<string, unknown> = {}
+  const keys = ["source_id", "headline", "image_url", "video_url", "source_url", "body", "ctwa_clid"] as const
+  for (const key of keys) if (r[key] !== undefined) out[key] = r[key]
+  if (r.source_type === "ad" || r.source_type === "post") out.source_type = r.source_type
+  if (r.media_type === "image" || r.media_type === "video") out.media_type = r.media_type
+  return out
+}
+
+const messageOf = (m: WaMessage, names: ReadonlyMap<string, string>, now: Date): InboundMessage => {
+  const kind = mediaKinds.find((k) => m.type === k && m[k] !== undefined)
+  const media = kind === undefined ? undefined : m[kind]
+  const messageType = m.type === "text" || m.type === "reaction"
+    ? m.type
+    : kind === "audio" && media?.voice === true
+    ? "voice"
+    : kind ?? "unsupported_type"
+  const emoji = m.reaction?.emoji === undefined || m.reaction.emoji === "" ? null : m.reaction.emoji
+  const seconds = Number(m.timestamp)
+  return {
+    externalMessageId: m.id,
+    from: {
+      external_id: m.from,
+      username: null,
+      name: names.get(m.from) ?? null,
+      phone: /^\d{5,20}$/.test(m.from) ? `+${m.from}` : null,
+      profile_picture: null
+    },
+    text: m.text?.body ?? media?.caption ?? (m.type === "reaction" ? emoji : null),
+    messageType,
+    attachments: kind === undefined || media === undefined ? [] : [{
+      type: messageType,
+      mime_type: media.mime_type ?? null,
+      url: null,
+      provider_ref: media.id,
+      thumbnail_url: null,
+      file_name: media.filename ?? null
+    }],
+    referral: referralOf(m.referral),
+    thread: null,
+    quotedExternalMessageId: m.reaction?.message_id ?? m.context?.id ?? null,
+    timestamp: Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : now,
+    ...(m.reaction !== undefined ? { reaction: { externalMessageId: m.reaction.message_id, emoji } } : {})
+  }
+}
+
+const statusValues = new Set(["sent", "delivered", "read", "failed"])
+
+/**
+ * Messages and statuses of one webhook delivery. A Meta app posts every number's traffic
+ * to its one webhook URL, so changes for another phone number id are skipped.
+ */
+export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string, now: Date) => {
+  const messages: Array<InboundMessage> = []
+  const statuses: Array<InboundStatus> = []
+  for (const entry of payload.entry) {
+    for (const change of entry.changes) {
+      const value = change.value
+      if (change.field !== "messages" || value === undefined) continue
+      const target = value.metadata?.phone_number_id
+      if (target !== undefined && target !== phoneNumberId) continue
+      const names = new Map((value.contacts ?? []).flatMap((c) => (c.profile?.name ? [[c.wa_id, c.profile.name] as const] : [])))
+      for (const m of value.messages ?? []) messages.push(messageOf(m, names, now))
+      for (const s of value.statuses ?? []) {
+        if (!statusValues.has(s.status)) continue
+        const e = s.errors?.[0]
+        statuses.push({
+          externalMessageId: s.id,
+          status: s.status as InboundStatus["status"],
+          error: e === undefined ? null : e.error_data?.details ?? e.message ?? e.title ?? (e.code !== undefined ? `error ${e.code}` : null)
+        })
+      }
+    }
+  }
+  return { messages, statuses }
+}
+
+// ---------------------------------------------------------------------------
+// Outbound
+
+const WaError = Schema.Struct({
+  error: Schema.Struct({
+    message: Schema.optional(Schema.String),
+    code: Schema.optional(Schema.Number),
+    error_data: Schema.optional(Schema.Struct({ details: Schema.optional(Schema.String) }))
+  })
+})
+const WaSent = Schema.Struct({ messages: Schema.NonEmptyArray(Schema.Struct({ id: Schema.String })) })
+const WaUploaded = Schema.Struct({ id: Schema.String })
+const WaMediaInfo = Schema.Struct({ url: Schema.String, mime_type: Schema.optional(Schema.String) })
+const WaBlockAnswer = Schema.Struct({
+  block_users: Schema.optional(Schema.Struct({
+    failed_users: Schema.optional(Schema.Array(Schema.Struct({
+      errors: Schema.optional(Schema.Array(Schema.Struct({
+        code: Schema.optional(Schema.Number),
+        message: Schema.optional(Schema.String),
+        error_data: Schema.optional(Schema.Struct({ details: Schema.optional(Schema.String) }))
+      })))
+    })))
+  }))
+})
+
+const decodeError = decodeAs(WaError)
+const decodeSent = decodeAs(WaSent)
+const decodeUploaded = decodeAs(WaUploaded)
+const decodeMediaInfo = decodeAs(WaMediaInfo)
+const decodeBlock = decodeAs(WaBlockAnswer)
+
+/** Re-engagement required: the user has not written within 24 hours. */
+const reEngagement = 131047
+const throttled = new Set([4, 80007, 130429, 131048, 131056])
+
+const errorFor = (code: number | undefined, message: string, status: number): ProviderError => {
+  if (code === reEngagement) return new ProviderError({ code: "not_reachable_24h", message })
+  if (status >= 500 || status === 429 || (code !== undefined && throttled.has(code))) return unavailable(message)
+  return rejected(message)
+}
+
+const failure = (answer: RawAnswer): ProviderError =>
+  Option.match(Option.flatMap(parseJson(answer), decodeError), {
+    onNone: () => errorFor(undefined, `WhatsApp answered HTTP ${answer.status}.`, answer.status),
+    onSome: ({ error }) =>
+      errorFor(error.code, error.error_data?.details ?? error.message ?? `WhatsApp answered HTTP ${answer.status}.`, answer.status)
+  })
+
+const mediaType = (type: string) => {
+  switch (type) {
+    case "image":
+    case "photo":
+      return "image"
+    case "voice":
+    case "audio":
+      return "audio"
+    case "video":
+      return "video"
+    case "sticker":
+      return "sticker"
+    default:
+      return "document"
+  }
+}
+const captionable = new Set(["image", "video", "document"])
+const captionLimit = 1024
+
+export const phoneNumberIdPattern = /^\d{1,30}$/
+
+export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
+  readonly adapter: ProviderAdapter
+}>()("crm/channels/WhatsAppCloudApi") {
+  static readonly layer = Layer.effect(
+    WhatsAppCloudApi,
+    Effect.gen(function*() {
+      const http = yield* makeProviderHttp
+      const config = yield* AppConfig
+      const base = config.whatsappApiBase.replace(/\/+$/, "")
+
+      const accountOf = (channel: ChannelContext) => {
+        const { access_token: token, phone_number_id: phone } = channel.credentials
+        return token !== undefined && phone !== undefined && phoneNumberIdPattern.test(phone)
+          ? Effect.succeed({ token, phone })
+          : Effect.fail(rejected("The channel has no valid WhatsApp credentials."))
+      }
+
+      const call = (request: HttpClientRequest.HttpClientRequest, token: string) =>
+        Effect.flatMap(
+          http.execute(HttpClientRequest.bearerToken(request, token), "WhatsApp"),
+          (answer): Effect.Effect<unknown, ProviderError> => {
+            if (answer.status >= 200 && answer.status < 300) return Effect.succeed(Option.getOrNull(parseJson(answer)))
+            return Effect.fail(failure(answer))
+          }
+        )
+
+      const postMessage = (account: { token: string; phone: string }, body: Record<string, unknown>) =>
+        Effect.flatMap(
+          call(HttpClientRequest.post(`${base}/${account.phone}/messages`).pipe(HttpClientRequest.bodyJsonUnsafe(body)), account.token),
+          (result) =>
+            Option.match(decodeSent(result), {
+              onNone: () => Effect.fail(unavailable("WhatsApp answered without a message id.")),
+              onSome: (sent) => Effect.succeed(sent.messages[0].id)
+            })
+        )
+
+      const mediaObject = Effect.fnUntraced(function*(account: { token: string; phone: string }, item: OutboundAttachment) {
+        if (item.url !== null) return { link: item.url }
+        if (item.storage_path === null) return yield* rejected("The attachment has neither a file nor a URL.")
+        const bytes = yield* http.readLocal(item.storage_path)
+        const mime = item.mime_type ?? "application/octet-stream"
+        const form = new FormData()
+        form.append("messaging_product", "whatsapp")
+        form.append("type", mime)
+        form.append("file", new Blob([bytes], { type: mime }), item.file_name ?? "file")
+        const uploaded = yield* call(HttpClientRequest.post(`${base}/${account.phone}/media`).pipe(HttpClientRequest.bodyFormData(form)), account.token)
+        const id = Option.getOrUndefined(decodeUploaded(uploaded))?.id
+        if (id === undefined) return yield* unavailable("WhatsApp answered the upload without a media id.")
+        return { id }
+      })
+
+      const send = Effect.fnUntraced(function*(channel: ChannelContext, message: OutboundMessage) {
+        const account = yield* accountOf(channel)
+        const envelope = {
+          messaging_product: "whatsapp",
+          recipient_type: "individual",
+          to: message.recipient,
+          ...(message.quotedExternalMessageId !== null ? { context: { message_id: message.quotedExternalMessageId } } : {})
+        }
+        const done = (id: string): SentMessage => ({ externalMessageId: id, externalThreadId: null, status: "sent" })
+        if (message.template !== undefined) {
+          const t = message.template
+          return done(yield* postMessage(account, {
+            ...envelope,
+            type: "template",
+            template: {
+              name: t.name,
+              language: { code: t.language },
+              components: t.parameters.length === 0
+                ? []
+                : [{ type: "body", parameters: t.parameters.map((text) => ({ type: "text", text })) }]
+            }
+          }))
+        }
+        const text = message.text !== null && message.text.trim() !== "" ? message.text : null
+        const items = message.attachments
+        if (items.length === 0 && text === null) return yield* rejected("There is nothing to send.")
+        const captioned = items.length === 1 && captionable.has(mediaType(items[0].type)) &&
+          (text === null || text.length <= captionLimit)
+        const ids: Array<string> = []
+        if (text !== null && !captioned) {
+          ids.push(yield* postMessage(account, { ...envelope, type: "text", text: { body: text, preview_url: false } }))
+        }
+        for (const item of items) {
+          const type = mediaType(item.type)
+          const media = yield* mediaObject(account, item)
+          ids.push(yield* postMessage(account, {
+            ...envelope,
+            type,
+            [type]: {
+              ...media,
+              ...(captioned && text !== null ? { caption: text } : {}),
+              ...(type === "document" && item.file_name !== null ? { filename: item.file_name } : {})
+            }
+          }))
+        }
+        return done(ids[0])
+      })
+
+      const react = Effect.fnUntraced(function*(channel: ChannelContext, recipient: string, external: string, reaction: string | null) {
+        const account = yield* accountOf(channel)
+        yield* postMessage(account, {
+          messaging_product: "whatsapp",
+          recipient_type: "individual",
+          to: recipient,
+          type: "reaction",
+          reaction: { message_id: external, emoji: reaction ?? "" }
+        })
+      })
+
+      const blockList = (method: "POST" | "DELETE") =>
+        Effect.fnUntraced(function*(channel: ChannelContext, user: string) {
+          const account = yield* accountOf(channel)
+          const url = `${base}/${account.phone}/block_users`
+          const request = (method === "POST" ? HttpClientRequest.post(url) : HttpClientRequest.delete(url)).pipe(
+            HttpClientRequest.bodyJsonUnsafe({ messaging_product: "whatsapp", block_users: [{ user }] })
+          )
+          const answer = yield* http.execute(HttpClientRequest.bearerToken(request, account.token), "WhatsApp")
+          // Failures are per user and may come with a 2xx or with the 139100 summary error.
+          const failed = Option.getOrUndefined(Option.flatMap(parseJson(answer), decodeBlock))?.block_users?.failed_users?.[0]
+          if (failed !== undefined) {
+            const e = failed.errors?.[0]
+            return yield* errorFor(e?.code, e?.error_data?.details ?? e?.message ?? "WhatsApp refused the block list change.", 200)
+          }
+          if (answer.status < 200 || answer.status >= 300) return yield* failure(answer)
+        })
+
+      const download = Effect.fnUntraced(function*(channel: ChannelContext, mediaId: string) {
+        const account = yield* accountOf(channel)
+        if (!/^[A-Za-z0-9_.-]{1,200}$/.test(mediaId)) return yield* rejected("Not a WhatsApp media id.")
+        const info = Option.getOrUndefined(decodeMediaInfo(yield* call(HttpClientRequest.get(`${base}/${mediaId}`), account.token)))
+        if (info === undefined) return yield* unavailable("WhatsApp answered without a media URL.")
+        const answer = yield* http.execute(HttpClientRequest.bearerToken(HttpClientRequest.get(info.url), account.token), "WhatsApp")
+        if (answer.status !== 200) return yield* failure(answer)
+        return { bytes: answer.bytes, mimeType: info.mime_type ?? contentTypeOf(answer, null) }
+      })
+
+      const adapter: ProviderAdapter = {
+        send,
+        edit: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot edit sent messages.")),
+        revoke: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot delete messages for the recipient.")),
+        react,
+        like: () => Effect.fail(notSupported("WhatsApp has no likes.")),
+        block: blockList("POST"),
+        unblock: blockList("DELETE"),
+        download
+      }
+      return WhatsAppCloudApi.of({ adapter })
+    })
+  )
+}

@@ -1,0 +1,124 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Authentication } from "../auth/Middleware.ts"
+import { AuthErrors, BadGateway, Conflict, NotFound, ServiceUnavailable, Unprocessable } from "../platform/Errors.ts"
+import { Paged } from "../platform/Pagination.ts"
+import {
+  Around,
+  AroundQuery,
+  CreateMessage,
+  DeleteMessage,
+  ForwardMessage,
+  ListQuery,
+  Message,
+  MessageId,
+  Reaction,
+  RecordStatus,
+  SendMessage,
+  SetReaction,
+  StatusEntry,
+  UpdateMessage
+} from "./Domain.ts"
+
+const Params = { id: MessageId }
+const One = Schema.Struct({ data: Message })
+const Created = One.pipe(HttpApiSchema.status(201))
+const SendErrors = [...AuthErrors, NotFound, Unprocessable, Conflict, ServiceUnavailable]
+
+export class MessagesApi extends HttpApiGroup.make("messages")
+  .add(
+    HttpApiEndpoint.get("list", "/v1/messages", {
+      query: ListQuery,
+      success: Schema.Struct({ data: Paged(Message) }),
+      error: [...AuthErrors, Unprocessable]
+    }).annotateMerge(OpenApi.annotations({
+      description: "Page mode (`page`, `perPage`) or cursor mode (`before_message_id`/`before_id` older, `after_message_id`/`after_id` " +
+        "newer; `limit` = perPage, `order` = sortDir; pagination total and lastPage are null). `search` (alias `q`) filters by text."
+    })),
+    HttpApiEndpoint.post("send", "/v1/messages/send", {
+      payload: SendMessage,
+      headers: {
+        "idempotency-key": Schema.optional(Schema.String.check(
+          Schema.isPattern(/\S/, { message: "The Idempotency-Key header must not be empty." }),
+          Schema.isMaxLength(128, { message: "The Idempotency-Key header must not be greater than 128 characters." })
+        ))
+      },
+      success: Created,
+      error: SendErrors
+    }).annotateMerge(OpenApi.annotations({
+      description: "Sends on `channel_id` to exactly one of `thread_id`, `contact_id` or `to{external_id|phone|username}` (the thread " +
+        "is created when needed). With `Idempotency-Key` a repeat within 24 h replays the first answer."
+    })),
+    HttpApiEndpoint.post("create", "/v1/messages", {
+      payload: CreateMessage,
+      success: Created,
+      error: SendErrors
+    }),
+    HttpApiEndpoint.get("get", "/v1/messages/:id", {
+      params: Params,
+      success: One,
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.patch("update", "/v1/messages/:id", {
+      params: Params,
+      payload: UpdateMessage,
+      success: One,
+      error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
+    }),
+    HttpApiEndpoint.delete("remove", "/v1/messages/:id", {
+      params: Params,
+      payload: [Schema.Null, DeleteMessage],
+      success: One,
+      error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
+    }),
+    HttpApiEndpoint.get("around", "/v1/messages/:id/around", {
+      params: Params,
+      query: AroundQuery,
+      success: Schema.Struct({ data: Around }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.get("statuses", "/v1/messages/:id/statuses", {
+      params: Params,
+      success: Schema.Struct({ data: Schema.Array(StatusEntry) }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.post("addStatus", "/v1/messages/:id/statuses", {
+      params: Params,
+      payload: RecordStatus,
+      success: Schema.Struct({ data: StatusEntry }).pipe(HttpApiSchema.status(201)),
+      error: [...AuthErrors, NotFound, Unprocessable]
+    }),
+    HttpApiEndpoint.get("reactions", "/v1/messages/:id/reactions", {
+      params: Params,
+      success: Schema.Struct({ data: Schema.Array(Reaction) }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.post("react", "/v1/messages/:id/reactions", {
+      params: Params,
+      payload: SetReaction,
+      success: Schema.Struct({ data: Reaction }),
+      error: [...AuthErrors, NotFound, Unprocessable]
+    }),
+    HttpApiEndpoint.delete("unreact", "/v1/messages/:id/reactions", {
+      params: Params,
+      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String, removed: Schema.Boolean }) }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.post("like", "/v1/messages/:id/like", {
+      params: Params,
+      success: Schema.Struct({ message: Schema.String }),
+      error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
+    }),
+    HttpApiEndpoint.post("forward", "/v1/messages/:id/forward", {
+      params: Params,
+      payload: ForwardMessage,
+      success: Created,
+      error: SendErrors
+    })
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({
+    title: "Messages",
+    description: "Messages of the company's conversations, on the channels the caller may see."
+  }))
+{}

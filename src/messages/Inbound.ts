@@ -1,0 +1,200 @@
+import { Clock, Config, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ChannelContext, InboundMessage, InboundStatus } from "../channels/Provider.ts"
+import { Events } from "../events/Events.ts"
+import { AttachmentTypes, canonicalType } from "./Domain.ts"
+import { MessagesRepo, type NewAttachment, toMessage } from "./Repo.ts"
+import { advances, createdPayload, defaultStopWords, isStopWord, referralFor, updatedPayload } from "./Rules.ts"
+
+const attachmentType = (type: string) => ((AttachmentTypes as ReadonlyArray<string>).includes(type) ? type : "unsupported_type")
+
+/**
+ * Ingestion of what providers deliver. Each inbound message is one transaction: the sender's
+ * contact account (and a `lead` contact), the conversation, the thread, the message and its
+ * attachments, the thread's window, a stop-word opt-out and the events.
+ */
+export class Inbound extends Context.Service<Inbound, {
+  receive(channel: ChannelContext, message: InboundMessage): Effect.Effect<{ readonly messageId: number; readonly conversationId: number; readonly duplicate: boolean }>
+  status(channel: ChannelContext, status: InboundStatus): Effect.Effect<void>
+}>()("crm/messages/Inbound") {
+  static readonly layerNoDeps = Layer.effect(
+    Inbound,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* MessagesRepo
+      const events = yield* Events
+      const extra: string = yield* Effect.orDie(Config.String("STOP_WORDS").pipe(Config.withDefault("")))
+      const stopWords: ReadonlySet<string> = new Set([
+        ...defaultStopWords,
+        ...extra.split(",").map((w) => w.trim().toLowerCase()).filter((w) => w !== "")
+      ])
+
+      const rendered = Effect.fnUntraced(function*(companyId: number, id: number) {
+        const row = Option.getOrThrow(yield* repo.find(companyId, id))
+        const attachments = yield* repo.attachments(companyId, [id])
+        return toMessage(row, attachments.get(id) ?? [], yield* Clock.currentTimeMillis)
+      })
+
+      const receive = Effect.fn("Inbound.receive")(function*(channel: ChannelContext, msg: InboundMessage) {
+        const companyId = channel.companyId
+        return yield* Effect.gen(function*() {
+          if (msg.edited === true && msg.externalMessageId !== null) {
+            const earlier = yield* repo.findByExternal(companyId, channel.id, msg.externalMessageId, "inbound")
+            if (Option.isSome(earlier)) {
+              const updated = yield* repo.update(companyId, earlier.value.id, { content: msg.text, edited: true })
+              yield* events.emit(companyId, "message.updated", updatedPayload(yield* rendered(companyId, updated.id), "edited"))
+              return { messageId: updated.id, conversationId: updated.conversation_id, duplicate: false }
+            }
+          }
+          const isReaction = msg.messageType === "reaction" && msg.reaction !== undefined
+          if (msg.externalMessageId !== null && !isReaction) {
+            // Providers redeliver; the lock makes two concurrent deliveries of one id see each other.
+            yield* repo.lockExternal(channel.id, msg.externalMessageId)
+            const seen = yield* repo.findByExternal(companyId, channel.id, msg.externalMessageId, "inbound")
+            if (Option.isSome(seen)) return { messageId: seen.value.id, conversationId: seen.value.conversation_id, duplicate: true }
+          }
+
+          const account = yield* repo.ensureAccount(companyId, channel.type, msg.from.external_id, {
+            username: msg.from.username ?? null,
+            name: msg.from.name ?? null,
+            phone: msg.from.phone ?? null,
+            profilePicture: msg.from.profile_picture ?? null
+          })
+          const group = msg.thread !== null && msg.thread.is_group
+          // A comment thread belongs to the conversation of whoever wrote in it first; later
+          // commenters' messages join that thread without a conversation of their own.
+          const existingGroup = group ? yield* repo.groupThread(companyId, channel.id, msg.thread!.external_id) : Option.none()
+          let conversationCreated = false
+          let thread: { readonly id: number; readonly conversation_id: number }
+          if (Option.isSome(existingGroup)) {
+            thread = existingGroup.value
+          } else {
+            const conversation = yield* repo.ensureConversation(companyId, account.contact_id)
+            conversationCreated = conversation.created
+            thread = yield* repo.ensureThread(companyId, {
+              channelId: channel.id,
+              conversationId: conversation.id,
+              accountId: account.id,
+              externalThreadId: msg.thread?.external_id ?? null,
+              group
+            })
+          }
+          const conversationId = thread.conversation_id
+          yield* repo.touchInbound(companyId, thread.id, conversationId, msg.timestamp)
+
+          const pending: Array<readonly [string, unknown]> = []
+          if (account.created) {
+            pending.push(["contact.created", {
+              contact: { id: account.contact_id, status: "lead" },
+              contact_id: account.contact_id,
+              source: "inbound",
+              channel_id: channel.id
+            }])
+          }
+          if (conversationCreated) {
+            pending.push(["conversation.created", {
+              conversation: { id: conversationId, contact_id: account.contact_id },
+              conversation_id: conversationId,
+              contact_id: account.contact_id,
+              channel_id: channel.id,
+              thread_id: thread.id
+            }])
+          }
+          const flush = () => Effect.forEach(pending, ([key, payload]) => events.emit(companyId, key, payload), { discard: true })
+
+          if (isReaction) {
+            const target = yield* repo.findByExternal(companyId, channel.id, msg.reaction!.externalMessageId, null)
+            if (Option.isSome(target)) {
+              const result = yield* repo.setInboundReaction(companyId, target.value.id, channel.id, account.id, msg.reaction!.emoji)
+              yield* flush()
+              if (result.reaction !== null || result.removed) {
+                yield* events.emit(companyId, "message.reaction.updated", {
+                  message_id: target.value.id,
+                  conversation_id: target.value.conversation_id,
+                  thread_id: target.value.thread_id,
+                  channel_id: target.value.channel_id,
+                  action: result.reaction !== null ? "added" : "removed",
+                  replaced: false,
+                  reaction: result.reaction
+                })
+              }
+              return { messageId: target.value.id, conversationId: target.value.conversation_id, duplicate: false }
+            }
+          }
+
+          const first = !(yield* repo.hasMessages(companyId, conversationId))
+          const quoted = msg.quotedExternalMessageId === null
+            ? Option.none()
+            : yield* repo.findByExternal(companyId, channel.id, msg.quotedExternalMessageId, null)
+          const attachments: ReadonlyArray<NewAttachment> = msg.attachments.map((a) => ({
+            type: attachmentType(a.type),
+            mime_type: a.mime_type,
+            url: a.url,
+            thumbnail_url: a.thumbnail_url,
+            storage_path: null,
+            media_id: null,
+            sticker_id: null,
+            file_name: a.file_name,
+            size: null
+          }))
+          const metadata: Record<string, unknown> = {}
+          // The provider's media reference of attachment i (attachments ordered by id) for a later fetch.
+          if (msg.attachments.some((a) => a.provider_ref !== null)) metadata.attachment_refs = msg.attachments.map((a) => a.provider_ref)
+          if (msg.quotedExternalMessageId !== null && Option.isNone(quoted)) metadata.quoted_external_message_id = msg.quotedExternalMessageId
+          if (msg.reaction !== undefined) metadata.reaction = msg.reaction
+          const created = yield* repo.insert(companyId, {
+            conversationId,
+            threadId: thread.id,
+            channelId: channel.id,
+            direction: "inbound",
+            messageType: canonicalType(msg.messageType),
+            content: msg.text,
+            externalMessageId: msg.externalMessageId,
+            externalThreadId: msg.thread?.external_id ?? null,
+            status: null,
+            senderUserId: null,
+            contactAccountId: account.id,
+            quotedMessageId: Option.match(quoted, { onNone: () => null, onSome: (q) => q.id }),
+            referral: first ? referralFor(channel.type, msg.referral) : null,
+            metadata,
+            timestamp: msg.timestamp,
+            attachments
+          })
+          if (isStopWord(stopWords, msg.text)) {
+            const optedOut = yield* repo.optOut(companyId, account.contact_id)
+            if (Option.isSome(optedOut)) {
+              pending.push(["contact.opted_out", {
+                contact_id: account.contact_id,
+                opted_out_at: optedOut.value.toISOString(),
+                source: "stop_word",
+                message_id: created.row.id
+              }])
+            }
+          }
+          yield* flush()
+          const message = toMessage(created.row, created.attachments, yield* Clock.currentTimeMillis)
+          yield* events.emit(companyId, "message.created", createdPayload(message))
+          return { messageId: created.row.id, conversationId, duplicate: false }
+        }).pipe(sql.withTransaction, Effect.orDie)
+      })
+
+      const status = Effect.fn("Inbound.status")(function*(channel: ChannelContext, s: InboundStatus) {
+        const companyId = channel.companyId
+        yield* Effect.gen(function*() {
+          const found = yield* repo.findByExternal(companyId, channel.id, s.externalMessageId, "outbound")
+          if (Option.isNone(found)) return
+          const locked = Option.getOrThrow(yield* repo.findForUpdate(companyId, found.value.id))
+          yield* repo.addStatus(companyId, locked.id, s.status, s.error)
+          const row = advances(locked.status, s.status) ? yield* repo.update(companyId, locked.id, { status: s.status }) : locked
+          const attachments = yield* repo.attachments(companyId, [row.id])
+          const message = toMessage(row, attachments.get(row.id) ?? [], yield* Clock.currentTimeMillis)
+          yield* events.emit(companyId, "message.updated", updatedPayload(message, "status"))
+        }).pipe(sql.withTransaction, Effect.orDie)
+      })
+
+      return Inbound.of({ receive, status })
+    })
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(MessagesRepo.layer))
+}

@@ -1,0 +1,116 @@
+import { Context, Effect, Layer, Predicate, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHash } from "node:crypto"
+import { Conflict, ruleViolation } from "./Errors.ts"
+
+/** Who asked what: a key is scoped to one user and one endpoint. */
+export interface IdempotencyScope {
+  readonly userId: number
+  readonly endpoint: string
+  readonly key: string
+}
+
+export type Recorded =
+  | { readonly _tag: "None" }
+  | { readonly _tag: "Replay"; readonly status: number; readonly body: unknown }
+  | { readonly _tag: "Mismatch" }
+  /** The first request holds the key and has not answered yet; `ref` is what it recorded when claiming. */
+  | { readonly _tag: "InFlight"; readonly ref: unknown; readonly ageMs: number }
+
+const ttl = "24 hours"
+
+const canonical = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.map(canonical)
+  if (Predicate.isObject(value)) {
+    const out: Record<string, unknown> = {}
+    for (const key of Object.keys(value).sort()) {
+      const v = (value as Record<string, unknown>)[key]
+      if (v !== undefined) out[key] = canonical(v)
+    }
+    return out
+  }
+  return value
+}
+
+/** sha256 of the canonical JSON (keys sorted, undefined dropped), so key order does not count as a different body. */
+export const requestHash = (body: unknown): string =>
+  createHash("sha256").update(JSON.stringify(canonical(body) ?? null)).digest("hex")
+
+export const keyMismatch = () =>
+  ruleViolation("idempotency_key_mismatch", "This idempotency key was already used with a different request body.")
+
+export const keyInFlight = () => new Conflict({ message: "A request with this idempotency key is still being processed." })
+
+/**
+ * Replays of creating requests (`idempotency_keys`). A key is written only together with what it
+ * creates, in the caller's transaction (`claim`), so a refused or invalid request never burns it.
+ * Rows live 24 hours; older ones count as absent and are swept.
+ */
+export class Idempotency extends Context.Service<Idempotency, {
+  lookup(scope: IdempotencyScope, hash: string): Effect.Effect<Recorded>
+  /** Inside the caller's transaction; false when a live row for the scope already exists. */
+  claim(companyId: number, scope: IdempotencyScope, hash: string, ref: unknown): Effect.Effect<boolean>
+  complete(scope: IdempotencyScope, status: number, body: unknown): Effect.Effect<void>
+}>()("crm/platform/Idempotency") {
+  static readonly layer = Layer.effect(
+    Idempotency,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const lookup = (scope: IdempotencyScope, hash: string) =>
+        sql<{
+          request_hash: string
+          state: "pending" | "done"
+          response_status: number | null
+          response_body: unknown
+          age_ms: number
+        }>`
+          SELECT request_hash, state, response_status, response_body,
+                 (extract(epoch FROM now() - created_at) * 1000)::int8 AS age_ms
+          FROM idempotency_keys
+          WHERE user_id = ${scope.userId} AND endpoint = ${scope.endpoint} AND key = ${scope.key}
+            AND created_at > now() - ${ttl}::interval`.pipe(
+          Effect.map((rows): Recorded => {
+            const row = rows[0]
+            if (row === undefined) return { _tag: "None" }
+            if (row.request_hash !== hash) return { _tag: "Mismatch" }
+            if (row.state === "pending") return { _tag: "InFlight", ref: row.response_body, ageMs: row.age_ms }
+            return { _tag: "Replay", status: row.response_status ?? 200, body: row.response_body }
+          }),
+          Effect.orDie
+        )
+
+      const claim = (companyId: number, scope: IdempotencyScope, hash: string, ref: unknown) =>
+        sql`
+          INSERT INTO idempotency_keys (company_id, user_id, endpoint, key, request_hash, state, response_body)
+          VALUES (${companyId}, ${scope.userId}, ${scope.endpoint}, ${scope.key}, ${hash}, 'pending', ${JSON.stringify(ref)}::jsonb)
+          ON CONFLICT (user_id, endpoint, key) DO UPDATE SET
+            company_id = EXCLUDED.company_id,
+            request_hash = EXCLUDED.request_hash,
+            state = 'pending',
+            response_status = NULL,
+            response_body = EXCLUDED.response_body,
+            created_at = now()
+          WHERE idempotency_keys.created_at <= now() - ${ttl}::interval
+          RETURNING 1 AS claimed`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+      const complete = (scope: IdempotencyScope, status: number, body: unknown) =>
+        sql`
+          UPDATE idempotency_keys SET state = 'done', response_status = ${status}, response_body = ${JSON.stringify(body)}::jsonb
+          WHERE user_id = ${scope.userId} AND endpoint = ${scope.endpoint} AND key = ${scope.key}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      yield* Effect.forkScoped(
+        sql`DELETE FROM idempotency_keys WHERE created_at <= now() - ${ttl}::interval`.pipe(
+          Effect.catchCause((cause) => Effect.logWarning("idempotency sweep failed", cause)),
+          Effect.delay("1 minute"),
+          Effect.repeat(Schedule.spaced("15 minutes"))
+        )
+      )
+
+      return Idempotency.of({ lookup, claim, complete })
+    })
+  )
+}

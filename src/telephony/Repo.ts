@@ -1,0 +1,217 @@
+import { Context, Data, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+
+export interface MemberRow {
+  readonly user_id: number
+  readonly name: string
+  readonly email: string | null
+  readonly role: string
+  readonly is_service_account: boolean
+  readonly availability: string
+}
+
+/** Passwords here are sealed by SipVault. */
+export interface OperatorRow {
+  readonly user_id: number
+  readonly extension: string | null
+  readonly web_sip_username: string
+  readonly web_sip_password: string
+  readonly native_sip_username: string
+  readonly native_sip_password: string
+  readonly native_enabled: boolean
+}
+
+export interface MemberWithOperator extends MemberRow {
+  readonly operator: OperatorRow | null
+}
+
+export interface NewOperator {
+  readonly web_sip_username: string
+  readonly web_sip_password: string
+  readonly native_sip_username: string
+  readonly native_sip_password: string
+}
+
+export interface CallAttempt {
+  readonly caller_user_id: number
+  readonly kind: "internal" | "external"
+  readonly callee_user_id: number | null
+  readonly extension: string | null
+  readonly number: string | null
+  readonly contact_id: number | null
+  readonly status: "initiated" | "failed"
+  readonly pbx_call_id: string | null
+}
+
+export class ExtensionTaken extends Data.TaggedError("ExtensionTaken")<{}> {}
+
+type Joined = MemberRow & { readonly [K in keyof OperatorRow as `op_${K}`]: OperatorRow[K] | null }
+
+const split = (row: Joined): MemberWithOperator => ({
+  user_id: row.user_id,
+  name: row.name,
+  email: row.email,
+  role: row.role,
+  is_service_account: row.is_service_account,
+  availability: row.availability,
+  operator: row.op_user_id === null ? null : {
+    user_id: row.op_user_id,
+    extension: row.op_extension,
+    web_sip_username: row.op_web_sip_username!,
+    web_sip_password: row.op_web_sip_password!,
+    native_sip_username: row.op_native_sip_username!,
+    native_sip_password: row.op_native_sip_password!,
+    native_enabled: row.op_native_enabled!
+  }
+})
+
+/** Members are users holding a membership of the company; every query names the company. */
+export class TelephonyRepo extends Context.Service<TelephonyRepo, {
+  /** Real members (no service accounts) with their operator row, if any. */
+  listMembers(companyId: number): Effect.Effect<ReadonlyArray<MemberWithOperator>>
+  findMember(companyId: number, userId: number): Effect.Effect<Option.Option<MemberWithOperator>>
+  /** The operator row locked for the rest of the transaction. */
+  lockOperator(companyId: number, userId: number): Effect.Effect<Option.Option<OperatorRow>>
+  findOperatorByExtension(companyId: number, extension: string): Effect.Effect<Option.Option<MemberWithOperator>>
+  /** Enabled operators of the company except `exceptUserId`. */
+  listColleagues(companyId: number, exceptUserId: number): Effect.Effect<ReadonlyArray<MemberWithOperator>>
+  /** None when a concurrent request created the row first. */
+  insertOperator(companyId: number, userId: number, row: NewOperator): Effect.Effect<Option.Option<OperatorRow>>
+  deleteOperator(companyId: number, userId: number): Effect.Effect<Option.Option<OperatorRow>>
+  setExtension(companyId: number, userId: number, extension: string | null): Effect.Effect<Option.Option<OperatorRow>, ExtensionTaken>
+  setPasswords(
+    companyId: number,
+    userId: number,
+    passwords: { readonly web: string; readonly native: string | null }
+  ): Effect.Effect<Option.Option<OperatorRow>>
+  companyTelephonyEnabled(companyId: number): Effect.Effect<boolean>
+  contactExists(companyId: number, contactId: number): Effect.Effect<boolean>
+  insertCallAttempt(companyId: number, attempt: CallAttempt): Effect.Effect<number>
+}>()("crm/telephony/TelephonyRepo") {
+  static readonly layer = Layer.effect(
+    TelephonyRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const operatorColumns = sql`user_id, extension, web_sip_username, web_sip_password, native_sip_username,
+        native_sip_password, native_enabled`
+      const joined = sql`
+        SELECT u.id AS user_id, u.name, u.email, m.role, u.is_service_account, u.availability,
+               t.user_id AS op_user_id, t.extension AS op_extension,
+               t.web_sip_username AS op_web_sip_username, t.web_sip_password AS op_web_sip_password,
+               t.native_sip_username AS op_native_sip_username, t.native_sip_password AS op_native_sip_password,
+               t.native_enabled AS op_native_enabled
+        FROM memberships m
+        JOIN users u ON u.id = m.user_id
+        LEFT JOIN telephony_operators t ON t.company_id = m.company_id AND t.user_id = m.user_id`
+
+      const listMembers = (companyId: number) =>
+        sql<Joined>`${joined} WHERE m.company_id = ${companyId} AND NOT u.is_service_account ORDER BY u.id`.pipe(
+          Effect.map((rows) => rows.map(split)),
+          Effect.orDie
+        )
+
+      const findMember = (companyId: number, userId: number) =>
+        sql<Joined>`${joined} WHERE m.company_id = ${companyId} AND m.user_id = ${userId}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), split)),
+          Effect.orDie
+        )
+
+      const lockOperator = (companyId: number, userId: number) =>
+        sql<OperatorRow>`
+          SELECT ${operatorColumns} FROM telephony_operators
+          WHERE company_id = ${companyId} AND user_id = ${userId} FOR UPDATE`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      const findOperatorByExtension = (companyId: number, extension: string) =>
+        sql<Joined>`${joined} WHERE m.company_id = ${companyId} AND t.extension = ${extension}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), split)),
+          Effect.orDie
+        )
+
+      const listColleagues = (companyId: number, exceptUserId: number) =>
+        sql<Joined>`
+          ${joined}
+          WHERE m.company_id = ${companyId} AND t.user_id IS NOT NULL AND u.id <> ${exceptUserId}
+            AND NOT u.is_service_account
+          ORDER BY t.extension NULLS LAST, u.name, u.id`.pipe(
+          Effect.map((rows) => rows.map(split)),
+          Effect.orDie
+        )
+
+      const insertOperator = (companyId: number, userId: number, row: NewOperator) =>
+        sql<OperatorRow>`
+          INSERT INTO telephony_operators ${sql.insert({ company_id: companyId, user_id: userId, ...row })}
+          ON CONFLICT (company_id, user_id) DO NOTHING
+          RETURNING ${operatorColumns}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      const deleteOperator = (companyId: number, userId: number) =>
+        sql<OperatorRow>`
+          DELETE FROM telephony_operators WHERE company_id = ${companyId} AND user_id = ${userId}
+          RETURNING ${operatorColumns}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      const setExtension = (companyId: number, userId: number, extension: string | null) =>
+        sql<OperatorRow>`
+          UPDATE telephony_operators SET extension = ${extension}, updated_at = now()
+          WHERE company_id = ${companyId} AND user_id = ${userId}
+          RETURNING ${operatorColumns}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.catchTag("SqlError", (error) =>
+            error.reason._tag === "UniqueViolation" ? Effect.fail(new ExtensionTaken()) : Effect.die(error))
+        )
+
+      const setPasswords = (companyId: number, userId: number, passwords: { readonly web: string; readonly native: string | null }) =>
+        sql<OperatorRow>`
+          UPDATE telephony_operators SET
+            web_sip_password = ${passwords.web},
+            native_sip_password = COALESCE(${passwords.native}, native_sip_password),
+            updated_at = now()
+          WHERE company_id = ${companyId} AND user_id = ${userId}
+          RETURNING ${operatorColumns}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      const companyTelephonyEnabled = (companyId: number) =>
+        sql<{ readonly telephony_enabled: boolean }>`SELECT telephony_enabled FROM companies WHERE id = ${companyId}`.pipe(
+          Effect.map((rows) => rows[0]?.telephony_enabled === true),
+          Effect.orDie
+        )
+
+      const contactExists = (companyId: number, contactId: number) =>
+        sql`SELECT 1 FROM contacts WHERE company_id = ${companyId} AND id = ${contactId} AND deleted_at IS NULL`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+
+      const insertCallAttempt = (companyId: number, attempt: CallAttempt) =>
+        sql<{ readonly id: number }>`
+          INSERT INTO call_attempts ${sql.insert({ company_id: companyId, ...attempt })} RETURNING id`.pipe(
+          Effect.map((rows) => rows[0].id),
+          Effect.orDie
+        )
+
+      return TelephonyRepo.of({
+        listMembers,
+        findMember,
+        lockOperator,
+        findOperatorByExtension,
+        listColleagues,
+        insertOperator,
+        deleteOperator,
+        setExtension,
+        setPasswords,
+        companyTelephonyEnabled,
+        contactExists,
+        insertCallAttempt
+      })
+    })
+  )
+}

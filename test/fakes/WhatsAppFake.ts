@@ -1,0 +1,142 @@
+import { createHmac } from "node:crypto"
+import { FakeHttp, type FakeAnswer, type FakeRequest, type Injected } from "./FakeHttp.ts"
+
+/**
+ * The slice of the WhatsApp Cloud API our adapter uses, answered as Meta documents it:
+ * `POST /{phone-number-id}/messages`, `POST /{phone-number-id}/media`, `GET /{media-id}`
+ * then the media URL with the same bearer token, `POST|DELETE /{phone-number-id}/block_users`.
+ * Errors are `{error:{message, type, code, error_data:{details}}}`.
+ */
+export class WhatsAppFake {
+  readonly http: FakeHttp
+  readonly tokens = new Set<string>()
+  /** Users who have not written in 24 h: blocking them fails with 131047 (per user, in failed_users). */
+  readonly closedWindow = new Set<string>()
+  readonly media = new Map<string, { bytes: Uint8Array; mimeType: string }>()
+  readonly blocked = new Set<string>()
+  private nextId = 1
+
+  constructor() {
+    this.http = new FakeHttp((r) => {
+      const parts = r.path.split("/").filter((p) => p !== "")
+      if (parts[0] === "media-download") return "download"
+      if (parts.length === 1) return "media-info"
+      return `${r.method} ${parts[1]}`
+    }, (r) => this.route(r))
+  }
+
+  get url() {
+    return this.http.url
+  }
+
+  start() {
+    return this.http.start().then(() => this)
+  }
+
+  close() {
+    return this.http.close()
+  }
+
+  /** Keys: `POST messages`, `POST media`, `media-info`, `download`, `POST block_users`, `DELETE block_users`. */
+  inject(key: string, answer: Injected) {
+    this.http.inject(key, answer)
+  }
+
+  calls(key: string) {
+    return this.http.calls(key)
+  }
+
+  /** What Meta would post to a webhook: the body and its `X-Hub-Signature-256`. */
+  static signed(appSecret: string, payload: unknown) {
+    const body = JSON.stringify(payload)
+    return { body, signature: `sha256=${createHmac("sha256", appSecret).update(body).digest("hex")}` }
+  }
+
+  private error(status: number, code: number, message: string, details?: string): FakeAnswer {
+    return {
+      status,
+      body: { error: { message, type: "OAuthException", code, ...(details ? { error_data: { messaging_product: "whatsapp", details } } : {}), fbtrace_id: "AbC" } }
+    }
+  }
+
+  private authorized(r: FakeRequest) {
+    const header = r.headers.authorization
+    return typeof header === "string" && header.startsWith("Bearer ") && this.tokens.has(header.slice(7))
+  }
+
+  private route(r: FakeRequest): FakeAnswer {
+    if (!this.authorized(r)) return this.error(401, 190, "Invalid OAuth access token - Cannot parse access token")
+    const parts = r.path.split("/").filter((p) => p !== "")
+    if (parts[0] === "media-download") {
+      const found = this.media.get(parts[1])
+      return found === undefined ? { status: 404, body: "not found", contentType: "text/plain" } : { status: 200, bytes: found.bytes, contentType: found.mimeType }
+    }
+    if (parts.length === 1 && r.method === "GET") {
+      const found = this.media.get(parts[0])
+      if (found === undefined) return this.error(400, 100, "Unsupported get request. Object with ID does not exist")
+      return {
+        status: 200,
+        body: {
+          messaging_product: "whatsapp",
+          url: `${this.url}/media-download/${parts[0]}`,
+          mime_type: found.mimeType,
+          sha256: "0",
+          file_size: found.bytes.length,
+          id: parts[0]
+        }
+      }
+    }
+    const [, edge] = parts
+    const b = r.body
+    if (edge === "messages" && r.method === "POST") {
+      if (b.messaging_product !== "whatsapp") return this.error(400, 100, "(#100) The parameter messaging_product is required.")
+      if (typeof b.to !== "string" || b.to === "") return this.error(400, 100, "(#100) The parameter to is required.")
+      const type = (b.type as string | undefined) ?? "text"
+      if (!(type in b)) return this.error(400, 100, `(#100) The parameter ${type} is required.`)
+      return {
+        status: 200,
+        body: { messaging_product: "whatsapp", contacts: [{ input: b.to, wa_id: b.to }], messages: [{ id: `wamid.FAKE${this.nextId++}` }] }
+      }
+    }
+    if (edge === "media" && r.method === "POST") {
+      const file = r.files.file
+      if (b.messaging_product !== "whatsapp" || file === undefined) return this.error(400, 100, "(#100) The parameter file is required.")
+      const id = `media${this.nextId++}`
+      this.media.set(id, { bytes: file.bytes, mimeType: String(b.type ?? file.type) })
+      return { status: 200, body: { id } }
+    }
+    if (edge === "block_users") {
+      const users = (b.block_users as Array<{ user: string }> | undefined) ?? []
+      const ok = users.filter((u) => !this.closedWindow.has(u.user))
+      const failed = users.filter((u) => this.closedWindow.has(u.user))
+      for (const u of ok) r.method === "POST" ? this.blocked.add(u.user) : this.blocked.delete(u.user)
+      const listKey = r.method === "POST" ? "added_users" : "removed_users"
+      return {
+        status: 200,
+        body: {
+          messaging_product: "whatsapp",
+          ...(failed.length > 0
+            ? { errors: { message: "Failed to block/unblock users", type: "OAuthException", code: 139100, error_data: { details: "Failed to block some users, see the block_users response list for details" } } }
+            : {}),
+          block_users: {
+            [listKey]: ok.map((u) => ({ input: u.user, wa_id: u.user })),
+            ...(failed.length > 0
+              ? {
+                failed_users: failed.map((u) => ({
+                  input: u.user,
+                  wa_id: u.user,
+                  errors: [{
+                    message: "Re-engagement message",
+                    code: 131047,
+                    error_data: { details: "Message failed to send because more than 24 hours have passed since the customer last replied to this number." }
+                  }]
+                }))
+              }
+              : {})
+          }
+        }
+      }
+    }
+    return this.error(400, 100, "Unsupported request")
+  }
+}
