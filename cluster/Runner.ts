@@ -6,12 +6,16 @@ import { AppConfig } from "../src/platform/Config.ts"
 /** SingleRunner in embedded mode (PGlite has one session); socket runners sharing SQL storage in server mode. */
 export const ClusterLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
+  // Messages to an entity on this runner skip the encode/decode round trip that only simulates
+  // a remote hop (remote ones are serialized anyway): every request makes one rate-limit call.
+  const shardingConfig = { simulateRemoteSerialization: false }
   if (config.cluster === "single") {
-    return SingleRunner.layer({ runnerStorage: "memory" }).pipe(Layer.provide(NodeCrypto.layerDigest))
+    return SingleRunner.layer({ runnerStorage: "memory", shardingConfig }).pipe(Layer.provide(NodeCrypto.layerDigest))
   }
   return NodeClusterSocket.layer({
     storage: "sql",
     shardingConfig: {
+      ...shardingConfig,
       runnerAddress: Option.some(RunnerAddress.make(config.runnerHost, config.runnerPort)),
       runnerListenAddress: Option.some(RunnerAddress.make("0.0.0.0", config.runnerPort))
     }
