@@ -50,6 +50,6 @@ export const SqlLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return Option.match(config.databaseUrl, {
     onNone: () => embedded(config.dataDir),
-    onSome: (url) => PgClient.layer({ url, maxConnections: 10, types, applicationName: "crm" })
+    onSome: (url) => PgClient.layer({ url, maxConnections: 10, multiplex: true, types, applicationName: "crm" })
   })
 }))
