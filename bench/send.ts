@@ -5,11 +5,11 @@
  * The app runs as a child process (`node --import tsx src/main.ts`); this process generates load and,
  * after the app has stopped, runs the bare loop on the same database. Every send is authenticated
  * (service token), rate limited (limit raised), carries an `Idempotency-Key`, goes through the
- * Conversation entity, writes message + key + `message.created` in one transaction, calls the sandbox
- * provider and records the outcome + `message.updated` in a second one.
+ * Conversation entity, writes message + key in one transaction, calls the sandbox provider and
+ * records the outcome + `message.created` in a second one.
  *
  *   npx tsx bench/send.ts                            embedded (PGlite), plus server mode if DATABASE_URL is set
- *   BENCH_MODES=server DATABASE_URL=… npx tsx bench/send.ts
+ *   BENCH_MODES=server,server-async DATABASE_URL=… npx tsx bench/send.ts   (server-async: synchronous_commit=off)
  *   BENCH_RATES=1000,2000,3000 BENCH_SECONDS=10 BENCH_WARMUP_S=2 BENCH_THREADS=256 BENCH_CONNECTIONS=256
  *   BENCH_CPU_PROF=1                                 profile the app during the first rate; prints the hot spots
  */
@@ -28,10 +28,12 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2)
 const THREADS = Number(process.env.BENCH_THREADS ?? 256)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 256)
-const RATES = (process.env.BENCH_RATES ?? "250,500,1000,1500,2000,2500,3000,4000").split(",").map(Number)
+const RATES = (process.env.BENCH_RATES ?? "25,50,100,200,300,400,500,750,1000,1500,2000,2500,3000").split(",").map(Number)
 const BARE_SECONDS = Number(process.env.BENCH_BARE_SECONDS ?? 10)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info"
 const PROFILE = process.env.BENCH_CPU_PROF === "1"
+/** `server-async`: server mode on a database with `synchronous_commit = off` (commits do not wait for the WAL flush). */
+type Mode = "embedded" | "server" | "server-async"
 /** A rate is sustained when the answers keep up with the arrivals and the tail stays bounded. */
 const KEEPS_UP = 0.97
 const P99_BOUND_MS = 100
@@ -116,7 +118,10 @@ interface RateResult {
 /**
  * Requests are due at fixed times (rate R: one every 1/R s) whatever the server does; a request
  * waits for a free keep-alive connection when all are busy, and its latency is counted from the
- * time it was due, so queueing shows up in the percentiles (no coordinated omission).
+ * time it was due, so queueing shows up in the percentiles (no coordinated omission). Connections
+ * are opened as the load needs them (up to CONNECTIONS); one the server closes while idle (its
+ * keep-alive timeout) is dropped, and a request on a connection that closes under it counts as
+ * status 0 (never retried: a retry could be answered by the idempotency replay and counted twice).
  */
 const openLoop = async (port: number, rate: number, makeRequest: (n: number) => Buffer): Promise<RateResult> => {
   const total = Math.round(rate * (WARMUP_S + SECONDS))
@@ -126,9 +131,11 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
   let answered = 0
   let created = 0
   let issued = 0
+  let opening = 0
   const statuses = new Map<number, number>()
   const waiting: Array<number> = []
   const idle: Array<net.Socket> = []
+  const open = new Set<net.Socket>()
   const inFlight = new Map<net.Socket, number>()
   let begin = 0
   const dueAt = (n: number) => begin + (n * 1000) / rate
@@ -144,46 +151,63 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
     socket.write(makeRequest(n))
   }
 
-  const onAnswer = (socket: net.Socket, status: number) => {
-    const n = inFlight.get(socket)!
-    inFlight.delete(socket)
+  const record = (n: number, status: number) => {
     const now = performance.now()
     answered++
     if (status === 201) created++
     if (n >= measuredFrom) {
       statuses.set(status, (statuses.get(status) ?? 0) + 1)
       latencies[recorded++] = now - dueAt(n)
-      if (n === total - 1 || recorded === latencies.length) measureEnd = now
+      if (recorded === latencies.length) measureEnd = now
     }
-    const next = waiting.shift()
-    if (next !== undefined) dispatch(socket, next)
-    else idle.push(socket)
     if (answered === total) finish()
   }
 
-  const sockets = await Promise.all(Array.from({ length: CONNECTIONS }, () =>
-    new Promise<net.Socket>((resolve, reject) => {
-      const socket = net.connect({ port, host: "127.0.0.1", noDelay: true })
-      let buffer: Buffer = Buffer.alloc(0)
-      socket.once("connect", () => resolve(socket))
-      socket.once("error", reject)
-      socket.on("data", (chunk: Buffer) => {
-        buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
-        for (;;) {
-          const headEnd = buffer.indexOf("\r\n\r\n")
-          if (headEnd < 0) return
-          const head = buffer.toString("latin1", 0, headEnd)
-          const length = /\r\ncontent-length: *(\d+)/i.exec(head)
-          if (length === null) throw new Error(`response without Content-Length:\n${head}`)
-          const size = headEnd + 4 + Number(length[1])
-          if (buffer.length < size) return
-          buffer = buffer.subarray(size)
-          onAnswer(socket, Number(head.slice(9, 12)))
-        }
-      })
+  const release = (socket: net.Socket) => {
+    const next = waiting.shift()
+    if (next !== undefined) dispatch(socket, next)
+    else idle.push(socket)
+  }
+
+  const connect = () => {
+    opening++
+    const socket = net.connect({ port, host: "127.0.0.1", noDelay: true })
+    let buffer: Buffer = Buffer.alloc(0)
+    socket.once("connect", () => {
+      opening--
+      open.add(socket)
+      release(socket)
     })
-  ))
-  idle.push(...sockets)
+    socket.on("error", () => {})
+    socket.once("close", () => {
+      if (!open.delete(socket)) opening--
+      const at = idle.indexOf(socket)
+      if (at >= 0) idle.splice(at, 1)
+      const n = inFlight.get(socket)
+      if (n !== undefined) {
+        inFlight.delete(socket)
+        record(n, 0)
+      }
+      if (waiting.length > 0 && open.size + opening < CONNECTIONS) connect()
+    })
+    socket.on("data", (chunk: Buffer) => {
+      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
+      for (;;) {
+        const headEnd = buffer.indexOf("\r\n\r\n")
+        if (headEnd < 0) return
+        const head = buffer.toString("latin1", 0, headEnd)
+        const length = /\r\ncontent-length: *(\d+)/i.exec(head)
+        if (length === null) throw new Error(`response without Content-Length:\n${head}`)
+        const size = headEnd + 4 + Number(length[1])
+        if (buffer.length < size) return
+        buffer = buffer.subarray(size)
+        const n = inFlight.get(socket)!
+        inFlight.delete(socket)
+        record(n, Number(head.slice(9, 12)))
+        release(socket)
+      }
+    })
+  }
 
   begin = performance.now()
   const tick = () => {
@@ -191,7 +215,10 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
     while (issued < due) {
       const socket = idle.pop()
       if (socket !== undefined) dispatch(socket, issued)
-      else waiting.push(issued)
+      else {
+        waiting.push(issued)
+        if (open.size + opening < CONNECTIONS) connect()
+      }
       issued++
     }
     if (issued < total) setTimeout(tick, 1)
@@ -200,7 +227,7 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
   const guard = setTimeout(finish, (WARMUP_S + SECONDS) * 1000 + 60_000)
   await done
   clearTimeout(guard)
-  for (const socket of sockets) socket.destroy()
+  for (const socket of [...open]) socket.destroy()
   const window = ((measureEnd || performance.now()) - dueAt(measuredFrom)) / 1000
   const sorted = latencies.subarray(0, recorded).sort()
   return {
@@ -232,6 +259,10 @@ const api = (base: string, token: string | null) => async (method: string, path:
   return { status: res.status, body: (await res.json().catch(() => undefined)) as any }
 }
 
+/** One stored message per 201; requests left unanswered when the run gave up may have been stored too. */
+const storedOk = (stored: number, r: RateResult) =>
+  r.answered === r.sent ? stored === r.created : stored >= r.created && stored <= r.created + (r.sent - r.answered)
+
 const expect = (what: string, ok: boolean, detail: unknown) => {
   if (!ok) throw new Error(`${what}: ${JSON.stringify(detail)}`)
 }
@@ -243,7 +274,7 @@ interface Seeded {
   readonly userId: number
 }
 
-const runApp = async (mode: "embedded" | "server", dataDir: string, databaseUrl: string | undefined) => {
+const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefined) => {
   const port = await freePort()
   const platformKey = `bench-${Math.random().toString(36).slice(2)}`
   const env: Record<string, string | undefined> = {
@@ -305,27 +336,40 @@ const runApp = async (mode: "embedded" | "server", dataDir: string, databaseUrl:
 
     const rows: Array<RateResult> = []
     let runId = 0
+    // Every request has its own idempotency key and text; conversations are taken round-robin.
+    const requestFor = (run: number) => (n: number) => {
+      const body = `{"channel_id":${channelId},"thread_id":${threads[n % threads.length]},"text":"bench ${run}-${n}"}`
+      return Buffer.from(
+        `POST /v1/messages/send HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n` +
+          `Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nIdempotency-Key: bench-${run}-${n}\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        "utf8"
+      )
+    }
     for (const rate of RATES) {
-      const run = runId++
-      const makeRequest = (n: number) => {
-        const body = `{"channel_id":${channelId},"thread_id":${threads[n % threads.length]},"text":"bench ${run}-${n}"}`
-        return Buffer.from(
-          `POST /v1/messages/send HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n` +
-            `Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nIdempotency-Key: bench-${run}-${n}\r\n` +
-            `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-          "utf8"
-        )
-      }
       const before = await countOnChannel()
-      const result = await openLoop(port, rate, makeRequest)
+      const result = await openLoop(port, rate, requestFor(runId++))
       const after = await countOnChannel()
       // Checked after timing: one stored message per 201, none for anything else.
-      expect(`messages stored at ${rate}/s`, after - before === result.created, { before, after, created: result.created })
+      expect(`messages stored at ${rate}/s`, storedOk(after - before, result), { before, after, created: result.created, answered: result.answered, sent: result.sent })
       rows.push(result)
       const sustained = result.rps >= rate * KEEPS_UP && result.p99 <= P99_BOUND_MS && result.created === result.sent
-      console.log(`  ${mode} ${String(rate).padStart(5)}/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, statuses ${JSON.stringify(Object.fromEntries(result.statuses))}${sustained ? "" : "  (not sustained)"}`)
+      const unanswered = result.sent - result.answered
+      console.log(`  ${mode} ${String(rate).padStart(5)}/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, statuses ${JSON.stringify(Object.fromEntries(result.statuses))}${unanswered > 0 ? `, ${unanswered} unanswered` : ""}${sustained ? "" : "  (not sustained)"}`)
       if (PROFILE || !sustained) break
       await sleep(1000)
+    }
+    // The latency goal is stated at 1000/s: measured there too when the ladder stopped not far below
+    // it (far below, 12 s of arrivals would take minutes to drain and say nothing more).
+    const reached = Math.max(0, ...rows.filter((r) => r.rps >= r.target * KEEPS_UP).map((r) => r.target))
+    if (!PROFILE && !rows.some((r) => r.target === 1000) && RATES.includes(1000) && reached >= 500) {
+      await sleep(2000)
+      const before = await countOnChannel()
+      const result = await openLoop(port, 1000, requestFor(runId++))
+      const after = await countOnChannel()
+      expect("messages stored at 1000/s", storedOk(after - before, result), { before, after, created: result.created, answered: result.answered, sent: result.sent })
+      rows.push(result)
+      console.log(`  ${mode}  1000/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (over the limit, for the latency goal)`)
     }
     const seeded: Seeded = { companyId: company.body.data.company.id, channelId, threads, userId: me.body.data.id }
     return { rows, seeded, profDir }
@@ -339,7 +383,7 @@ const runApp = async (mode: "embedded" | "server", dataDir: string, databaseUrl:
 /**
  * The database work of one send, without HTTP, auth, rate limiting, the entity or the service
  * layer: the thread read and key lookup, then the same two transactions (message + key + conversation
- * and thread touch + event; then status, history row, key completion + event), on the same driver.
+ * and thread touch; then status, history row, key completion + `message.created`), on the same driver.
  */
 const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>, workers: number, notify: boolean) =>
   Effect.gen(function*() {
@@ -349,41 +393,48 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
         const rows = yield* sql<{ seq: number }>`
           WITH next AS (UPDATE companies SET event_seq = event_seq + 1 WHERE id = ${seeded.companyId} RETURNING event_seq)
           INSERT INTO events (company_id, seq, key, payload)
-          SELECT ${seeded.companyId}, event_seq, ${key}, ${JSON.stringify(payload)}::jsonb FROM next RETURNING seq`
-        if (notify) yield* sql`SELECT pg_notify('crm_bench', ${JSON.stringify({ c: seeded.companyId, i: rows[0].seq })})`
+          SELECT ${seeded.companyId}, event_seq, ${key}, ${JSON.stringify(payload)}::jsonb FROM next RETURNING seq::int AS seq`
+        if (notify) yield* sql`SELECT pg_notify('crm_bench', ${JSON.stringify({ c: seeded.companyId, i: Number(rows[0].seq) })})`
       })
     const one = (n: number) =>
       Effect.gen(function*() {
         const threadId = seeded.threads[n % seeded.threads.length]
         const key = `bare-${n}`
         const [thread] = yield* sql<{ conversation_id: number }>`
-          SELECT t.conversation_id, ch.type, ch.status, ch.credentials, cv.contact_id, (ct.blocked_at IS NOT NULL) AS blocked
+          SELECT t.conversation_id::int AS conversation_id, ch.type, ch.status, ch.credentials, cv.contact_id, (ct.blocked_at IS NOT NULL) AS blocked
           FROM threads t JOIN channels ch ON ch.id = t.channel_id JOIN conversations cv ON cv.id = t.conversation_id
           JOIN contacts ct ON ct.id = cv.contact_id
           WHERE t.company_id = ${seeded.companyId} AND t.id = ${threadId}`
         yield* sql`SELECT state FROM idempotency_keys WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}`
         const id = yield* Effect.gen(function*() {
           const [row] = yield* sql<{ id: number }>`
-            INSERT INTO messages (company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content, status, sender_user_id, metadata)
-            VALUES (${seeded.companyId}, ${thread.conversation_id}, ${threadId}, ${seeded.channelId}, 'outbound', 'text', ${`bare ${n}`}, 'pending', ${seeded.userId}, '{}'::jsonb)
-            RETURNING id`
+            WITH m AS (
+              INSERT INTO messages (company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content, status, sender_user_id, metadata)
+              VALUES (${seeded.companyId}, ${thread.conversation_id}, ${threadId}, ${seeded.channelId}, 'outbound', 'text', ${`bare ${n}`}, 'pending', ${seeded.userId}, '{}'::jsonb)
+              RETURNING id
+            ), touched AS (
+              UPDATE conversations SET last_message_at = now(), updated_at = now()
+              WHERE company_id = ${seeded.companyId} AND id = ${thread.conversation_id}
+            )
+            SELECT id::int AS id FROM m`
           yield* sql`
             INSERT INTO idempotency_keys (company_id, user_id, endpoint, key, request_hash, state, response_body)
-            VALUES (${seeded.companyId}, ${seeded.userId}, 'send', ${key}, 'h', 'pending', ${JSON.stringify({ message_id: row.id })}::jsonb)`
-          yield* sql`UPDATE threads SET updated_at = now() WHERE company_id = ${seeded.companyId} AND id = ${threadId}`
-          yield* sql`UPDATE conversations SET last_message_at = now(), updated_at = now() WHERE company_id = ${seeded.companyId} AND id = ${thread.conversation_id}`
-          yield* emit("message.created", { message_id: row.id })
+            VALUES (${seeded.companyId}, ${seeded.userId}, 'send', ${key}, 'h', 'pending', ${JSON.stringify({ message_id: Number(row.id) })}::jsonb)`
           return row.id
         }).pipe(sql.withTransaction)
         yield* Effect.gen(function*() {
-          yield* sql`UPDATE messages SET status = 'sent', external_message_id = ${`bare_${n}`}, updated_at = now() WHERE company_id = ${seeded.companyId} AND id = ${id}`
-          yield* sql`INSERT INTO message_statuses (company_id, message_id, status) VALUES (${seeded.companyId}, ${id}, 'sent')`
-          yield* sql`UPDATE idempotency_keys SET state = 'done', response_status = 201, response_body = ${JSON.stringify({ data: { id } })}::jsonb WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}`
-          yield* emit("message.updated", { message_id: id })
+          yield* sql`
+            WITH m AS (
+              UPDATE messages SET status = 'sent', external_message_id = ${`bare_${n}`}, updated_at = now()
+              WHERE company_id = ${seeded.companyId} AND id = ${id} RETURNING company_id, id
+            )
+            INSERT INTO message_statuses (company_id, message_id, status) SELECT company_id, id, 'sent' FROM m`
+          yield* sql`UPDATE idempotency_keys SET state = 'done', response_status = 201, response_body = ${JSON.stringify({ data: { id: Number(id) } })}::jsonb WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}`
+          yield* emit("message.created", { message_id: id })
         }).pipe(sql.withTransaction)
       })
 
-    // Checked before timing: one iteration writes one message, one key and two events.
+    // Checked before timing: one iteration writes one message, one key and one event.
     const [{ before }] = yield* sql<{ before: number }>`SELECT count(*)::int AS before FROM messages WHERE company_id = ${seeded.companyId}`
     yield* one(0)
     const [{ after }] = yield* sql<{ after: number }>`SELECT count(*)::int AS after FROM messages WHERE company_id = ${seeded.companyId}`
@@ -443,16 +494,16 @@ const summarizeProfile = (dir: string) => {
 
 // ---------------------------------------------------------------- main
 
-const bareLayerFor = (mode: "embedded" | "server", dataDir: string, url: string | undefined): Layer.Layer<SqlClient.SqlClient, unknown> =>
-  mode === "server"
+const bareLayerFor = (mode: Mode, dataDir: string, url: string | undefined): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  mode !== "embedded"
     ? PgClient.layer({ url: Redacted.make(url!), maxConnections: 10 })
     // The app has stopped, so its PGlite directory can be opened here.
     : SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ dataDir, databaseUrl: Option.none() })))
 
 const main = async () => {
-  const requested = (process.env.BENCH_MODES ?? (process.env.DATABASE_URL ? "embedded,server" : "embedded")).split(",")
-  const modes = requested.map((m) => m.trim()).filter((m): m is "embedded" | "server" => m === "embedded" || m === "server")
-  if (modes.includes("server") && !process.env.DATABASE_URL) throw new Error("BENCH_MODES=server needs DATABASE_URL")
+  const requested = (process.env.BENCH_MODES ?? (process.env.DATABASE_URL ? "embedded,server,server-async" : "embedded")).split(",")
+  const modes = requested.map((m) => m.trim()).filter((m): m is Mode => m === "embedded" || m === "server" || m === "server-async")
+  if (modes.some((m) => m !== "embedded") && !process.env.DATABASE_URL) throw new Error("the server modes need DATABASE_URL")
   const cpus = os.cpus()
   console.log("Send bench")
   console.log(`  machine: ${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, node ${process.version}`)
@@ -462,13 +513,14 @@ const main = async () => {
 
   let failed = false
   for (const mode of modes) {
-    const database = mode === "server" ? await freshDatabase(process.env.DATABASE_URL!) : undefined
+    const database = mode === "embedded" ? undefined : await freshDatabase(process.env.DATABASE_URL!)
+    if (mode === "server-async") await runSql(database!.url, `ALTER DATABASE ${database!.name} SET synchronous_commit = off`)
     const dataDir = mkdtempSync(join(work, "data-"))
     try {
-      console.log(`\nmode: ${mode === "embedded" ? "embedded (PGlite in a temp DATA_DIR)" : `server (PostgreSQL, fresh database ${database!.name}, CLUSTER=socket)`}`)
+      console.log(`\nmode: ${mode === "embedded" ? "embedded (PGlite in a temp DATA_DIR)" : `${mode} (PostgreSQL, fresh database ${database!.name}, CLUSTER=socket, synchronous_commit=${mode === "server" ? "on" : "off"})`}`)
       const { rows, seeded, profDir } = await runApp(mode, dataDir, database?.url)
-      const workers = mode === "server" ? 10 : 1
-      const bare = await Effect.runPromise(bareLoop(seeded, bareLayerFor(mode, dataDir, database?.url), workers, mode === "server"))
+      const workers = mode === "embedded" ? 1 : 10
+      const bare = await Effect.runPromise(bareLoop(seeded, bareLayerFor(mode, dataDir, database?.url), workers, mode !== "embedded"))
       console.log(`  bare loop (${bare.workers} worker${bare.workers > 1 ? "s" : ""}, closed loop, ${BARE_SECONDS} s): ${bare.rps.toFixed(0)} sends/s, p50 ${bare.p50.toFixed(2)} ms, p99 ${bare.p99.toFixed(2)} ms`)
       const sustained = rows.filter((r) => r.rps >= r.target * KEEPS_UP && r.p99 <= P99_BOUND_MS && r.created === r.sent)
       const best = sustained.reduce<RateResult | undefined>((b, r) => (b === undefined || r.rps > b.rps ? r : b), undefined)

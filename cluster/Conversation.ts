@@ -16,13 +16,19 @@ export const OutgoingAttachment = Schema.Struct({
 })
 export type OutgoingAttachment = typeof OutgoingAttachment.Type
 
-/** A send that the HTTP side has validated and resolved to a thread. */
+/** A send that the HTTP side has validated, resolved to a thread and checked against the sending rules. */
 export const SendRequest = Schema.Struct({
   /** `send`, `create` or `forward`: the idempotency scope and which refusal codes apply. */
   endpoint: Schema.Literals(["send", "create", "forward"]),
   companyId: Schema.Int,
   userId: Schema.Int,
+  conversationId: Schema.Int,
   threadId: Schema.Int,
+  channelId: Schema.Int,
+  contactAccountId: Schema.NullOr(Schema.Int),
+  /** The provider's chat or user id the message goes to. */
+  recipient: Schema.String,
+  externalThreadId: Schema.NullOr(Schema.String),
   messageType: Schema.String,
   text: Schema.NullOr(Schema.String),
   attachments: Schema.Array(OutgoingAttachment),

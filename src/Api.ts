@@ -3,6 +3,7 @@ import { ApiTokensApi } from "./api-tokens/Api.ts"
 import { ChannelsApi } from "./channels/Api.ts"
 import { ConversationsApi } from "./conversations/Api.ts"
 import { MessagesApi } from "./messages/Api.ts"
+import { SearchApi } from "./search/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
 import { EventsApi } from "./events/Api.ts"
@@ -32,6 +33,7 @@ export class Api extends HttpApi.make("crm")
   .add(HooksApi)
   .add(ConversationsApi)
   .add(MessagesApi)
+  .add(SearchApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

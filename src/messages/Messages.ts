@@ -210,8 +210,38 @@ export class Messages extends Context.Service<Messages, {
 
       const replayed = (body: unknown) => (body as { readonly data: Message }).data
 
-      const dispatch = (conversationId: number, request: SendRequest) =>
-        conversations(String(conversationId)).Send(request).pipe(
+      type Outgoing = Omit<
+        SendRequest,
+        "conversationId" | "threadId" | "channelId" | "contactAccountId" | "recipient" | "externalThreadId"
+      >
+
+      /**
+       * The sending rules on the target thread, then the send through the thread's conversation entity.
+       * The rules are read here, just before the send: the entity orders sends, it does not freeze
+       * a contact's block or a channel's status, so reading them inside it would be no fresher.
+       */
+      const dispatch = Effect.fnUntraced(function*(thread: ThreadContext, request: Outgoing) {
+        const forward = request.endpoint === "forward"
+        if (thread.channel_status !== "connected") {
+          return yield* ruleViolation("channel_not_connected", forward ? "The target channel is not connected." : "The channel is not connected.")
+        }
+        if (thread.contact_blocked) return yield* ruleViolation("contact_blocked", blockedMessage)
+        const closed = windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, yield* Clock.currentTimeMillis)
+        if (closed !== null) {
+          const refusal = windowRefusal(thread.channel_type, closed, forward)
+          return yield* ruleViolation(refusal.error_code, refusal.message)
+        }
+        const recipient = thread.external_thread_id ?? thread.account_external_id
+        if (recipient === null) return yield* ruleViolation("no_recipient", "The thread has no recipient on the channel.")
+        return yield* conversations(String(thread.conversation_id)).Send({
+          ...request,
+          conversationId: thread.conversation_id,
+          threadId: thread.id,
+          channelId: thread.channel_id,
+          contactAccountId: thread.contact_account_id,
+          recipient,
+          externalThreadId: thread.external_thread_id
+        }).pipe(
           Effect.catchTag("SendRefused", (e: SendRefused) =>
             Effect.fail(
               e.status === 404
@@ -227,6 +257,7 @@ export class Messages extends Context.Service<Messages, {
                 Effect.andThen(Effect.fail(new ServiceUnavailable({ message: "The conversation is busy; retry shortly." })))
               ))
         )
+      })
 
       /** Contact, conversation and thread for a contact account on a channel, created when missing (one transaction). */
       const ensureThreadFor = (companyId: number, channelId: number, accountId: number, contactId: number) =>
@@ -355,17 +386,21 @@ export class Messages extends Context.Service<Messages, {
         if (Object.keys(errors).length > 0) return yield* invalid(errors)
         yield* sourceCheck(input)
         const hash = requestHash(input)
-        if (key !== undefined) {
-          const earlier = yield* earlierAnswer(actor.userId, "send", key, hash)
-          if (Option.isSome(earlier)) return replayed(earlier.value)
-        }
-        const channel = yield* visibleChannel(company.id, input.channel_id)
-        const thread = yield* resolveSendTarget(company.id, channel, input)
-        return yield* dispatch(thread.conversation_id, {
+        // The hot path (a known thread on its own channel) needs one read, done alongside the key's;
+        // anything else resolves the channel first so that its errors come in the documented order.
+        const [earlier, known] = yield* Effect.all([
+          key === undefined ? Effect.succeedNone : earlierAnswer(actor.userId, "send", key, hash),
+          present(input.thread_id) ? repo.threadContext(company.id, input.thread_id) : Effect.succeedNone
+        ], { concurrency: 2 })
+        if (Option.isSome(earlier)) return replayed(earlier.value)
+        const thread = Option.isSome(known) && known.value.channel_id === input.channel_id && !known.value.channel_deleted &&
+            (yield* access.canSee(company.id, actor, known.value.channel_id))
+          ? known.value
+          : yield* resolveSendTarget(company.id, yield* visibleChannel(company.id, input.channel_id), input)
+        return yield* dispatch(thread, {
           endpoint: "send",
           companyId: company.id,
           userId: actor.userId,
-          threadId: thread.id,
           messageType: "text",
           text: input.text ?? null,
           attachments: [],
@@ -407,11 +442,10 @@ export class Messages extends Context.Service<Messages, {
           quotedMessageId = Option.match(quoted, { onNone: () => null, onSome: (q) => q.id })
           quotedExternal = input.quoted_external_message_id
         }
-        return yield* dispatch(thread.conversation_id, {
+        return yield* dispatch(thread, {
           endpoint: "create",
           companyId: company.id,
           userId: actor.userId,
-          threadId: thread.id,
           messageType: "text",
           text: input.text ?? null,
           attachments: [],
@@ -507,11 +541,10 @@ export class Messages extends Context.Service<Messages, {
         const threadId = existing?.id ?? (yield* ensureThreadFor(company.id, channel.id, account!.id, account!.contact_id))
         const thread = existing ?? Option.getOrThrow(yield* repo.threadContext(company.id, threadId))
         const attachments: ReadonlyArray<OutgoingAttachment> = sourceAttachments.map(({ id: _, ...a }) => a)
-        return yield* dispatch(thread.conversation_id, {
+        return yield* dispatch(thread, {
           endpoint: "forward",
           companyId: company.id,
           userId: actor.userId,
-          threadId: thread.id,
           messageType: source.message_type,
           text: source.message_content,
           attachments,

@@ -207,6 +207,15 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
   list(companyId: number, visible: VisibleChannels, filter: ListFilter): Effect.Effect<{ readonly rows: ReadonlyArray<MessageRow>; readonly total: number | null }>
   around(companyId: number, visible: VisibleChannels, anchor: MessageRow, limit: number): Effect.Effect<{ readonly before: ReadonlyArray<MessageRow>; readonly after: ReadonlyArray<MessageRow> }>
   insert(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
+  /** The message (status `pending`) and the conversation's `last_message_at`, in one statement. */
+  insertOutbound(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
+  /** The provider's outcome: status and provider ids, and the history row, in one statement. */
+  finishOutbound(companyId: number, id: number, outcome: {
+    readonly status: string
+    readonly error: string | null
+    readonly externalMessageId: string | null
+    readonly externalThreadId: string | null
+  }): Effect.Effect<MessageRow>
   update(companyId: number, id: number, patch: {
     readonly content?: string | null
     readonly edited?: boolean
@@ -392,24 +401,68 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
               ) RETURNING *
             )
             SELECT ${columns} FROM m JOIN channels ch ON ch.id = m.channel_id`
-          if (m.attachments.length === 0) return { row, attachments: [] }
-          const inserted = yield* sql<AttachmentRow>`INSERT INTO attachments ${
-              sql.insert(m.attachments.map((a) => ({
-                company_id: companyId,
-                message_id: row.id,
-                type: a.type,
-                mime_type: a.mime_type,
-                url: a.url,
-                thumbnail_url: a.thumbnail_url,
-                storage_path: a.storage_path,
-                media_id: a.media_id,
-                sticker_id: a.sticker_id,
-                file_name: a.file_name,
-                size: a.size
-              })) as any)
-            } RETURNING id, message_id, type, mime_type, url, thumbnail_url, storage_path, media_id, sticker_id, file_name, size`
-          return { row, attachments: inserted.map(toAttachment) }
+          return { row, attachments: yield* insertAttachments(companyId, row.id, m.attachments) }
         }).pipe(Effect.orDie)
+
+      const insertAttachments = (companyId: number, messageId: number, list: ReadonlyArray<NewAttachment>) =>
+        list.length === 0
+          ? Effect.succeed([] as ReadonlyArray<Attachment>)
+          : sql<AttachmentRow>`INSERT INTO attachments ${
+            sql.insert(list.map((a) => ({
+              company_id: companyId,
+              message_id: messageId,
+              type: a.type,
+              mime_type: a.mime_type,
+              url: a.url,
+              thumbnail_url: a.thumbnail_url,
+              storage_path: a.storage_path,
+              media_id: a.media_id,
+              sticker_id: a.sticker_id,
+              file_name: a.file_name,
+              size: a.size
+            })) as any)
+          } RETURNING id, message_id, type, mime_type, url, thumbnail_url, storage_path, media_id, sticker_id, file_name, size`.pipe(
+            Effect.map((rows) => rows.map(toAttachment))
+          )
+
+      const insertOutbound = (companyId: number, m: NewMessage) =>
+        Effect.gen(function*() {
+          const [row] = yield* sql<MessageRow>`
+            WITH m AS (
+              INSERT INTO messages (
+                company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content,
+                external_thread_id, status, sender_user_id, contact_account_id, quoted_message_id, metadata
+              ) VALUES (
+                ${companyId}, ${m.conversationId}, ${m.threadId}, ${m.channelId}, 'outbound', ${m.messageType}, ${m.content},
+                ${m.externalThreadId}, ${m.status}, ${m.senderUserId}, ${m.contactAccountId}, ${m.quotedMessageId},
+                ${JSON.stringify(m.metadata)}::jsonb
+              ) RETURNING *
+            ), touched AS (
+              UPDATE conversations SET last_message_at = GREATEST(last_message_at, now()), updated_at = now()
+              WHERE company_id = ${companyId} AND id = ${m.conversationId}
+            )
+            SELECT ${columns} FROM m JOIN channels ch ON ch.id = m.channel_id`
+          return { row, attachments: yield* insertAttachments(companyId, row.id, m.attachments) }
+        }).pipe(Effect.orDie)
+
+      const finishOutbound: MessagesRepo["Service"]["finishOutbound"] = (companyId, id, o) =>
+        sql<MessageRow>`
+          WITH m AS (
+            UPDATE messages SET
+              status = ${o.status},
+              external_message_id = ${o.externalMessageId},
+              external_thread_id = COALESCE(${o.externalThreadId}, external_thread_id),
+              updated_at = now()
+            WHERE company_id = ${companyId} AND id = ${id}
+            RETURNING *
+          ), history AS (
+            INSERT INTO message_statuses (company_id, message_id, status, error)
+            SELECT company_id, id, ${o.status}, ${o.error} FROM m
+          )
+          SELECT ${columns} FROM m JOIN channels ch ON ch.id = m.channel_id`.pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.orDie
+        )
 
       const update: MessagesRepo["Service"]["update"] = (companyId, id, p) =>
         sql<MessageRow>`
@@ -726,6 +779,8 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         list,
         around,
         insert,
+        insertOutbound,
+        finishOutbound,
         update,
         statuses,
         addStatus,

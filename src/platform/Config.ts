@@ -18,6 +18,12 @@ export interface AppConfigShape {
   readonly loginAttempts: number
   readonly loginWindowSeconds: number
   readonly maxBodyBytes: number
+  /** Message search and around: requests per minute per token or session user (spec: 120). */
+  readonly heavyRateLimitPerMinute: number
+  /** Budget of one message search in PostgreSQL (statement_timeout); beyond it the search answers 503. */
+  readonly searchTimeoutMs: number
+  /** Message search counts matches up to this many; at the cap `total_matches` is a lower bound. */
+  readonly searchCountCap: number
   readonly cluster: "single" | "socket"
   readonly runnerHost: string
   readonly runnerPort: number
@@ -56,6 +62,9 @@ const config = Config.all({
   loginAttempts: Config.Int("LOGIN_ATTEMPTS").pipe(Config.withDefault(5)),
   loginWindowSeconds: Config.Int("LOGIN_WINDOW_SECONDS").pipe(Config.withDefault(900)),
   maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
+  heavyRateLimitPerMinute: Config.Int("HEAVY_RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(120)),
+  searchTimeoutMs: Config.Int("SEARCH_TIMEOUT_MS").pipe(Config.withDefault(2000)),
+  searchCountCap: Config.Int("SEARCH_COUNT_CAP").pipe(Config.withDefault(1000)),
   cluster: Config.option(Config.Literals(["single", "socket"], "CLUSTER")),
   runnerHost: Config.String("RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
   runnerPort: Config.Port("RUNNER_PORT").pipe(Config.withDefault(34431)),
