@@ -257,7 +257,6 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
   groupThread(companyId: number, channelId: number, externalThreadId: string): Effect.Effect<Option.Option<{ readonly id: number; readonly conversation_id: number }>>
   hasMessages(companyId: number, conversationId: number): Effect.Effect<boolean>
   touchInbound(companyId: number, threadId: number, conversationId: number, at: Date): Effect.Effect<void>
-  touchOutbound(companyId: number, threadId: number, conversationId: number): Effect.Effect<void>
   optOut(companyId: number, contactId: number): Effect.Effect<Option.Option<Date>>
   isMember(companyId: number, userId: number): Effect.Effect<boolean>
   /** Serializes writers of one (channel, external id) for the rest of the transaction. */
@@ -747,14 +746,6 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
             WHERE company_id = ${companyId} AND id = ${conversationId}`
         ], { concurrency: 1, discard: true }).pipe(Effect.orDie)
 
-      const touchOutbound = (companyId: number, threadId: number, conversationId: number) =>
-        Effect.all([
-          sql`UPDATE threads SET updated_at = now() WHERE company_id = ${companyId} AND id = ${threadId}`,
-          sql`
-            UPDATE conversations SET last_message_at = GREATEST(last_message_at, now()), updated_at = now()
-            WHERE company_id = ${companyId} AND id = ${conversationId}`
-        ], { concurrency: 1, discard: true }).pipe(Effect.orDie)
-
       const optOut = (companyId: number, contactId: number) =>
         sql<{ opted_out_at: Date }>`
           UPDATE contacts SET opted_out_at = now(), updated_at = now()
@@ -803,7 +794,6 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         groupThread,
         hasMessages,
         touchInbound,
-        touchOutbound,
         optOut,
         isMember,
         lockExternal
