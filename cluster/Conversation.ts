@@ -1,19 +1,10 @@
-import { Schema } from "effect"
+import { Schema, Struct } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { Message } from "../src/messages/Domain.ts"
+import { Attachment, Message } from "../src/messages/Domain.ts"
 
-export const OutgoingAttachment = Schema.Struct({
-  type: Schema.String,
-  mime_type: Schema.NullOr(Schema.String),
-  url: Schema.NullOr(Schema.String),
-  thumbnail_url: Schema.NullOr(Schema.String),
-  storage_path: Schema.NullOr(Schema.String),
-  media_id: Schema.NullOr(Schema.Int),
-  sticker_id: Schema.NullOr(Schema.Int),
-  file_name: Schema.NullOr(Schema.String),
-  size: Schema.NullOr(Schema.Int)
-})
+/** An attachment row before it has an id. */
+export const OutgoingAttachment = Attachment.mapFields(Struct.omit(["id"]))
 export type OutgoingAttachment = typeof OutgoingAttachment.Type
 
 /** A send that the HTTP side has validated, resolved to a thread and checked against the sending rules. */
