@@ -30,7 +30,10 @@ export const SearchQuery = {
     Schema.isMaxCodePoints(255, { message: "The q field must not be greater than 255 characters." })
   ),
   conversation_id: Schema.optional(Schema.Int),
-  page: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1, { message: "The page field must be at least 1." }))),
+  // Bounded so that an offset always fits the database's integers; far beyond any real result.
+  page: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1_000_000 }, {
+    message: "The page field must be between 1 and 1000000."
+  }))),
   perPage: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: perPageRange.min, maximum: perPageRange.max }, {
     message: `The per page field must be between ${perPageRange.min} and ${perPageRange.max}.`
   })))

@@ -43,14 +43,17 @@ describe("GET /v1/messages/search: validation", () => {
     }
   })
 
-  it("accepts perPage 5-100 (default 20) and answers 422 outside, or for page 0", async () => {
+  it("accepts perPage 5-100 (default 20) and answers 422 outside it, for a page out of range or a malformed conversation_id", async () => {
     const { company } = await setup()
     for (const perPage of [4, 101, 0]) {
       const res = await search(company.token, { q: "hello", perPage })
       assert.strictEqual(res.status, 422, `perPage ${perPage}`)
       assert.ok(Array.isArray(res.body.errors.perPage))
     }
-    assert.strictEqual((await search(company.token, { q: "hello", page: 0 })).status, 422)
+    for (const page of [0, 1_000_001, 2 ** 53]) assert.strictEqual((await search(company.token, { q: "hello", page })).status, 422, `page ${page}`)
+    for (const conversationId of ["x", "1.5", "99999999999999999999"]) {
+      assert.strictEqual((await search(company.token, { q: "hello", conversation_id: conversationId })).status, 422, conversationId)
+    }
     for (const perPage of [5, 100]) {
       const res = await search(company.token, { q: "hello", perPage })
       assert.strictEqual(res.status, 200)

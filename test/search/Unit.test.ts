@@ -92,7 +92,7 @@ describe("Search service", () => {
         Layer.mock(SearchRepo, {
           conversationVisible: () => Effect.succeed(true),
           search: () => Effect.fail(failure),
-          statements: () => ({ page: ["", []], count: ["", []] })
+          statement: () => ["", []]
         }),
         Layer.mock(ChannelAccess, { visible: () => Effect.succeed("all" as const) }),
         Layer.mock(RateLimiter, { enforce: () => Effect.succeed({ allowed: true, remaining: 1, retryAfterMs: 0 }) }),
