@@ -30,18 +30,9 @@ export interface MessageRow {
   readonly revoked_at: Date | null
 }
 
-interface AttachmentRow {
+interface AttachmentRow extends NewAttachment {
   readonly id: number
   readonly message_id: number
-  readonly type: string
-  readonly mime_type: string | null
-  readonly url: string | null
-  readonly thumbnail_url: string | null
-  readonly storage_path: string | null
-  readonly media_id: number | null
-  readonly sticker_id: number | null
-  readonly file_name: string | null
-  readonly size: number | null
 }
 
 /** Everything a send needs about its target thread, in one read. */
