@@ -1,10 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, PubSub, Queue, type Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import type { EventEnvelope } from "./Domain.ts"
-import { EventsRepo } from "./Repo.ts"
+import { EventsRepo, type Notify } from "./Repo.ts"
 
 const channel = "crm_events"
 // PostgreSQL caps a NOTIFY payload at 8000 bytes; bigger events travel by id.
@@ -22,8 +22,12 @@ export class Events extends Context.Service<Events, {
    * Appends an event in the caller's transaction. Subscribers see it only after
    * commit: in-process through `afterCommit`, on other runners through a NOTIFY
    * that PostgreSQL delivers only when the transaction commits.
+   *
+   * `along`: data-modifying CTEs (`name AS (UPDATE …)`) that belong with the event, written in
+   * the same statement. A hot path that has nothing else to write then needs no transaction
+   * and no extra round trips while it holds the company's sequence row.
    */
-  emit(companyId: number, key: string, payload: unknown): Effect.Effect<EventEnvelope>
+  emit(companyId: number, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<EventEnvelope>
   replay(companyId: number, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
   /** Committed events of every company, from this runner and the others. */
   readonly subscribe: Effect.Effect<PubSub.Subscription<EventEnvelope>, never, Scope.Scope>
@@ -50,13 +54,9 @@ export class Events extends Context.Service<Events, {
         }).pipe(Effect.catchCause((cause) => Effect.logWarning("event notification dropped", cause)))))
       }
 
-      const emit = Effect.fnUntraced(function*(companyId: number, key: string, payload: unknown) {
-        const event = yield* repo.insert(companyId, key, payload)
-        if (crossNode) {
-          const inline = JSON.stringify({ n: node, c: companyId, i: event.seq, e: event })
-          const notice = inline.length <= inlineLimit ? inline : JSON.stringify({ n: node, c: companyId, i: event.seq })
-          yield* sql`SELECT pg_notify(${channel}, ${notice})`.pipe(Effect.orDie)
-        }
+      const notify: Notify | null = crossNode ? { channel, node, inlineLimit } : null
+      const emit = Effect.fnUntraced(function*(companyId: number, key: string, payload: unknown, along?: Statement.Fragment) {
+        const event = yield* repo.insert(companyId, key, payload, notify, along)
         yield* sql.afterCommit(PubSub.publish(bus, event).pipe(Effect.asVoid))
         return event
       })

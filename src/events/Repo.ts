@@ -1,6 +1,14 @@
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import type { EventEnvelope } from "./Domain.ts"
+
+/** Where an appended event is announced to the other runners, if anywhere. */
+export interface Notify {
+  readonly channel: string
+  readonly node: string
+  /** Notices longer than this many bytes carry only the event's id; PostgreSQL caps a NOTIFY payload at 8000 bytes. */
+  readonly inlineLimit: number
+}
 
 interface EventRow {
   readonly id: number
@@ -20,7 +28,12 @@ export const toEnvelope = (row: EventRow): EventEnvelope => ({
 })
 
 export class EventsRepo extends Context.Service<EventsRepo, {
-  insert(companyId: number, key: string, payload: unknown): Effect.Effect<EventEnvelope>
+  /**
+   * One statement: the caller's companion writes (`along`, data-modifying CTEs such as
+   * `done AS (UPDATE …)`), the append, and the NOTIFY. Outside a transaction it is atomic by
+   * itself and holds the company's sequence row only for its own commit.
+   */
+  insert(companyId: number, key: string, payload: unknown, notify: Notify | null, along?: Statement.Fragment): Effect.Effect<EventEnvelope>
   after(companyId: number, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
   bySeq(companyId: number, seq: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
 }>()("crm/events/EventsRepo") {
@@ -30,17 +43,26 @@ export class EventsRepo extends Context.Service<EventsRepo, {
       const sql = yield* SqlClient.SqlClient
       // The counter row is locked until commit, so a company's events get gapless,
       // commit-ordered sequence numbers that a reconnecting client can resume from.
-      const insert = (companyId: number, key: string, payload: unknown) =>
-        sql<EventRow>`
-          WITH next AS (
+      const insert = (companyId: number, key: string, payload: unknown, notify: Notify | null, along?: Statement.Fragment) => {
+        const announce = notify === null ? sql`` : sql`, pg_notify(${notify.channel}, CASE
+            WHEN octet_length(n.inline) <= ${notify.inlineLimit} THEN n.inline
+            ELSE json_build_object('n', ${notify.node}::text, 'c', e.company_id, 'i', e.seq)::text END)`
+        const inline = notify === null ? sql`` : sql`, LATERAL (SELECT json_build_object('n', ${notify.node}::text, 'c', e.company_id,
+            'i', e.seq, 'e', json_build_object('seq', e.seq, 'event', e.key, 'company_id', e.company_id,
+            'occurred_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', e.payload))::text AS inline) n`
+        return sql<EventRow>`
+          WITH ${along === undefined ? sql`` : sql`${along},`} next AS (
             UPDATE companies SET event_seq = event_seq + 1 WHERE id = ${companyId} RETURNING event_seq
+          ), e AS (
+            INSERT INTO events (company_id, seq, key, payload, created_at)
+            SELECT ${companyId}, event_seq, ${key}, ${JSON.stringify(payload)}::jsonb, date_trunc('milliseconds', now()) FROM next
+            RETURNING id, company_id, seq, key, payload, created_at
           )
-          INSERT INTO events (company_id, seq, key, payload)
-          SELECT ${companyId}, event_seq, ${key}, ${JSON.stringify(payload)}::jsonb FROM next
-          RETURNING id, company_id, seq, key, payload, created_at`.pipe(
+          SELECT e.id, e.company_id, e.seq, e.key, e.payload, e.created_at ${announce} FROM e ${inline}`.pipe(
           Effect.map((rows) => toEnvelope(rows[0])),
           Effect.orDie
         )
+      }
       const after = (companyId: number, after: number, limit: number) =>
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events

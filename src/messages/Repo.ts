@@ -200,13 +200,16 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
   insert(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
   /** The message (status `pending`) and the conversation's `last_message_at`, in one statement. */
   insertOutbound(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
-  /** The provider's outcome: status and provider ids, and the history row, in one statement. */
-  finishOutbound(companyId: number, id: number, outcome: {
+  /**
+   * The provider's outcome (status, provider ids, the history row) as companion writes for the
+   * statement that emits `message.created`, and the row as it reads once they are written.
+   */
+  finishOutbound(companyId: number, row: MessageRow, outcome: {
     readonly status: string
     readonly error: string | null
     readonly externalMessageId: string | null
     readonly externalThreadId: string | null
-  }): Effect.Effect<MessageRow>
+  }, now: Date): { readonly writes: Statement.Fragment; readonly finished: MessageRow }
   update(companyId: number, id: number, patch: {
     readonly content?: string | null
     readonly edited?: boolean
@@ -435,24 +438,27 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           return { row, attachments: yield* insertAttachments(companyId, row.id, m.attachments) }
         }).pipe(Effect.orDie)
 
-      const finishOutbound: MessagesRepo["Service"]["finishOutbound"] = (companyId, id, o) =>
-        sql<MessageRow>`
-          WITH m AS (
+      const finishOutbound: MessagesRepo["Service"]["finishOutbound"] = (companyId, row, o, now) => ({
+        writes: sql`
+          finished AS (
             UPDATE messages SET
               status = ${o.status},
               external_message_id = ${o.externalMessageId},
               external_thread_id = COALESCE(${o.externalThreadId}, external_thread_id),
-              updated_at = now()
-            WHERE company_id = ${companyId} AND id = ${id}
-            RETURNING *
-          ), history AS (
-            INSERT INTO message_statuses (company_id, message_id, status, error)
-            SELECT company_id, id, ${o.status}, ${o.error} FROM m
-          )
-          SELECT ${columns} FROM m JOIN channels ch ON ch.id = m.channel_id`.pipe(
-          Effect.map((rows) => rows[0]),
-          Effect.orDie
-        )
+              updated_at = ${now}
+            WHERE company_id = ${companyId} AND id = ${row.id}
+          ), finished_history AS (
+            INSERT INTO message_statuses (company_id, message_id, status, error, created_at)
+            VALUES (${companyId}, ${row.id}, ${o.status}, ${o.error}, ${now})
+          )`,
+        finished: {
+          ...row,
+          status: o.status,
+          external_message_id: o.externalMessageId,
+          external_thread_id: o.externalThreadId ?? row.external_thread_id,
+          updated_at: now
+        }
+      })
 
       const update: MessagesRepo["Service"]["update"] = (companyId, id, p) =>
         sql<MessageRow>`

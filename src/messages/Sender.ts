@@ -6,7 +6,7 @@ import { type ChannelContext, Providers } from "../channels/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { Idempotency, type IdempotencyScope, type Recorded } from "../platform/Idempotency.ts"
 import { Message } from "./Domain.ts"
-import { type MessageRow, MessagesRepo, toMessage } from "./Repo.ts"
+import { MessagesRepo, toMessage } from "./Repo.ts"
 import { channelContext, createdPayload } from "./Rules.ts"
 
 /** A key still pending this long belongs to a send whose process died between its two transactions. */
@@ -25,13 +25,13 @@ const decodeMessage = Schema.decodeUnknownEffect(Message)
  * Performs one outbound send inside its conversation's entity (so sends of a conversation are
  * ordered); the HTTP side has already applied the sending rules. The message (status `pending`) and
  * its idempotency key are written in one transaction; the provider is called after commit; a second
- * transaction records the outcome (`sent`… or `failed` with the provider's error, and a history row),
+ * write (one statement) records the outcome (`sent`… or `failed` with the provider's error, and a history row),
  * completes the key with the answer and emits `message.created` with the final status. A provider
  * failure therefore leaves a `failed` message, never a lost one; a crash during the provider call
  * leaves a `pending` message that a retry with the same key settles after a minute.
  *
- * One event per send, in the second transaction: the company's event sequence row is locked from
- * the emit to the commit, so the first transaction takes no event at all.
+ * One event per send, in the second write: the company's event sequence row is locked from the
+ * emit to the commit, so the first transaction takes no event at all.
  */
 export class Sender extends Context.Service<Sender, {
   execute(request: SendRequest): Effect.Effect<Message, SendRefused>
@@ -163,14 +163,13 @@ export class Sender extends Context.Service<Sender, {
               externalMessageId: null,
               externalThreadId: null
             }
-          return yield* Effect.gen(function*() {
-            const finished: MessageRow = yield* repo.finishOutbound(companyId, row.id, result)
-            const message = toMessage(finished, stored, yield* Clock.currentTimeMillis)
-            if (scope !== null) yield* idempotency.complete(scope, 201, { data: message })
-            // Last statement: the company's event sequence row stays locked only until commit.
-            yield* events.emit(companyId, "message.created", createdPayload(message))
-            return message
-          }).pipe(sql.withTransaction, Effect.orDie)
+          // One statement, no transaction: the outcome, the key's answer and the event commit together,
+          // and the company's event sequence row is held only for that statement's commit.
+          const { finished, writes } = repo.finishOutbound(companyId, row, result, new Date(yield* Clock.currentTimeMillis))
+          const message = toMessage(finished, stored, finished.updated_at.getTime())
+          const along = scope === null ? writes : sql`${writes}, ${idempotency.completion(scope, 201, { data: message })}`
+          yield* events.emit(companyId, "message.created", createdPayload(message), along)
+          return message
         }).pipe(Effect.uninterruptible)
       })
 

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Predicate, Schedule } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { createHash } from "node:crypto"
 import { Conflict, ruleViolation } from "./Errors.ts"
 
@@ -51,6 +51,8 @@ export class Idempotency extends Context.Service<Idempotency, {
   /** Inside the caller's transaction; false when a live row for the scope already exists. */
   claim(companyId: number, scope: IdempotencyScope, hash: string, ref: unknown): Effect.Effect<boolean>
   complete(scope: IdempotencyScope, status: number, body: unknown): Effect.Effect<void>
+  /** `complete` as a companion write (a CTE named `key_done`) for a statement that also writes what the key answers. */
+  completion(scope: IdempotencyScope, status: number, body: unknown): Statement.Fragment
 }>()("crm/platform/Idempotency") {
   static readonly layer = Layer.effect(
     Idempotency,
@@ -94,13 +96,14 @@ export class Idempotency extends Context.Service<Idempotency, {
           WHERE idempotency_keys.created_at <= now() - ${ttl}::interval
           RETURNING 1 AS claimed`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
 
-      const complete = (scope: IdempotencyScope, status: number, body: unknown) =>
-        sql`
+      const completion = (scope: IdempotencyScope, status: number, body: unknown) =>
+        sql`key_done AS (
           UPDATE idempotency_keys SET state = 'done', response_status = ${status}, response_body = ${JSON.stringify(body)}::jsonb
-          WHERE user_id = ${scope.userId} AND endpoint = ${scope.endpoint} AND key = ${scope.key}`.pipe(
-          Effect.asVoid,
-          Effect.orDie
-        )
+          WHERE user_id = ${scope.userId} AND endpoint = ${scope.endpoint} AND key = ${scope.key}
+        )`
+
+      const complete = (scope: IdempotencyScope, status: number, body: unknown) =>
+        sql`WITH ${completion(scope, status, body)} SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
       yield* Effect.forkScoped(
         sql`DELETE FROM idempotency_keys WHERE created_at <= now() - ${ttl}::interval`.pipe(
@@ -110,7 +113,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         )
       )
 
-      return Idempotency.of({ lookup, claim, complete })
+      return Idempotency.of({ lookup, claim, complete, completion })
     })
   )
 }

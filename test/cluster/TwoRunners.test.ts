@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Effect, Layer, ManagedRuntime, type Queue, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -8,7 +8,8 @@ import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { type ServerProcess, spawnServer } from "../support/Processes.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request, type TestServer } from "../support/TestServer.ts"
+import { createChannel, inbound } from "../messages/support.ts"
+import { createCompany, request, type RunningServer, type TestServer } from "../support/TestServer.ts"
 
 const platformKey = `cluster-platform-key-${Math.random().toString(36).slice(2)}`
 const limit = 20
@@ -189,5 +190,28 @@ describe.runIf(baseUrl)("two runners against one PostgreSQL", () => {
       assert.deepStrictEqual(back.data, { id: again.body.data.id, name: "made on runner 2" })
       assert.strictEqual(back.seq, remote.seq + 1)
       assert.strictEqual(((yield* next(onSecondEvents)) as { seq: number }).seq, back.seq)
+    }), 30_000)
+
+  it.live("delivers an event too big for a NOTIFY (multi-byte text) by id, identical on both runners", () =>
+    Effect.gen(function*() {
+      const company = yield* Effect.promise(() => createCompany(asTestServer(p(0))))
+      const connect = (i: 0 | 1) =>
+        connectPusher({ realtimePort: p(i).realtimePort, appKey: "crm", apiUrl: p(i).url, token: company.token })
+      const events: Array<Queue.Queue<unknown>> = []
+      for (const i of [0, 1] as const) {
+        const channel = yield* subscribe(yield* connect(i), `private-company.${company.id}`)
+        events.push(yield* listen(channel, "message.created"))
+      }
+      const server = asTestServer(p(0)) as RunningServer
+      const channelId = yield* Effect.promise(() => createChannel(server, company.token, "msgr_b"))
+      // 4,000 Cyrillic letters are 8,000 bytes: over PostgreSQL's NOTIFY cap, though fewer characters.
+      for (const text of ["маленькое", "щ".repeat(4000)]) {
+        const received = yield* Effect.promise(() => inbound(server, company.token, channelId, { text }))
+        const local = (yield* next(events[0]!)) as { seq: number; occurred_at: string; data: any }
+        const remote = (yield* next(events[1]!)) as { seq: number; occurred_at: string; data: any }
+        assert.strictEqual(local.data.message.id, received.message_id)
+        assert.strictEqual(remote.data.message.message_content, text)
+        assert.deepStrictEqual(remote, local)
+      }
     }), 30_000)
 })
