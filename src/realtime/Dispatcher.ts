@@ -4,10 +4,11 @@ import { Events } from "../events/Events.ts"
 import { companyChannel, userChannel } from "./Domain.ts"
 import { RealtimeGateway } from "./Gateway.ts"
 
-const userIdOf = (data: unknown): number | undefined =>
-  Predicate.isObject(data) && "user_id" in data && Predicate.isNumber(data.user_id) && Number.isSafeInteger(data.user_id)
-    ? data.user_id
-    : undefined
+const intField = (data: unknown, field: string): number | undefined => {
+  if (!Predicate.isObject(data) || !(field in data)) return undefined
+  const value = (data as Record<string, unknown>)[field]
+  return Predicate.isNumber(value) && Number.isSafeInteger(value) ? value : undefined
+}
 
 /**
  * Forwards every committed event (from this runner or, through LISTEN/NOTIFY, from the others)
@@ -21,7 +22,10 @@ export const DispatcherLayer = Layer.effectDiscard(Effect.gen(function*() {
   const subscription = yield* events.subscribe
   const dispatch = Effect.fnUntraced(function*(event: EventEnvelope) {
     yield* gateway.publish(companyChannel(event.company_id), event.event, event)
-    const userId = userIdOf(event.data)
+    // The removed member hears of its removal, then nothing more of the company.
+    const removed = event.event === "member.removed" ? intField(event.data, "id") : undefined
+    if (removed !== undefined) yield* gateway.revoke(companyChannel(event.company_id), removed)
+    const userId = intField(event.data, "user_id")
     if (userId !== undefined) yield* gateway.publish(userChannel(userId), event.event, event)
   })
   yield* Effect.forkScoped(Effect.forever(

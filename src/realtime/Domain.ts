@@ -15,8 +15,12 @@ export const BroadcastingAuthRequest = Schema.Struct({
 })
 export type BroadcastingAuthRequest = typeof BroadcastingAuthRequest.Type
 
-/** Flat, as Pusher and Laravel answer it: `<app key>:<hex hmac-sha256 of "socket_id:channel">`. */
-export const BroadcastingAuth = Schema.Struct({ auth: Schema.String })
+/**
+ * Flat, as Pusher and Laravel answer it: `auth` is `<app key>:<hex hmac-sha256 of
+ * "socket_id:channel:channel_data">`; `channel_data` (`{"user_id":…}`) is what pusher-js sends back
+ * with the subscription, so the gateway knows whose it is and can end it when the member is removed.
+ */
+export const BroadcastingAuth = Schema.Struct({ auth: Schema.String, channel_data: Schema.String })
 export type BroadcastingAuth = typeof BroadcastingAuth.Type
 
 export const companyChannel = (companyId: number) => `private-company.${companyId}`

@@ -18,7 +18,8 @@ export type RealtimeEngine = "uws" | "ws-fallback" | "disabled"
 interface Connection {
   readonly socketId: string
   readonly appKeyMatches: boolean
-  readonly channels: Set<string>
+  /** Subscribed channels, each with the user its grant named (null for a grant without `channel_data`). */
+  readonly channels: Map<string, number | null>
 }
 
 type Socket = WebSocket<Connection>
@@ -38,6 +39,8 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
   readonly port: number
   readonly engine: RealtimeEngine
   publish(channel: string, event: string, data: unknown): Effect.Effect<void>
+  /** Ends the subscriptions to `channel` granted to `userId` (a member removed from the company), with a subscription error. */
+  revoke(channel: string, userId: number): Effect.Effect<void>
   readonly connections: Effect.Effect<number>
 }>()("crm/realtime/RealtimeGateway") {
   /** REALTIME_DISABLED: no WebSocket listener (e.g. under Deno, where the uWS addon cannot load); publishes go nowhere. */
@@ -45,6 +48,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
     port: 0,
     engine: "disabled",
     publish: () => Effect.void,
+    revoke: () => Effect.void,
     connections: Effect.succeed(0)
   })
 
@@ -77,14 +81,14 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           if (set.size === 0) subscribers.delete(channel)
         }
 
-        const subscribe = (ws: Socket, connection: Connection, channel: string, auth: string | undefined) => {
-          const decision = Pusher.authorizeSubscription(appKey, appSecret, connection.socketId, channel, auth)
+        const subscribe = (ws: Socket, connection: Connection, channel: string, auth: string | undefined, channelData: string | undefined) => {
+          const decision = Pusher.authorizeSubscription(appKey, appSecret, connection.socketId, channel, auth, channelData)
           if (decision._tag === "Refused") {
             ws.send(Pusher.subscriptionError(channel, decision.status, decision.error), false)
             return
           }
           if (!connection.channels.has(channel)) {
-            connection.channels.add(channel)
+            connection.channels.set(channel, decision.userId)
             ws.subscribe(channel)
             const set = subscribers.get(channel)
             if (set === undefined) subscribers.set(channel, new Set([ws]))
@@ -101,7 +105,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
               ws.send(Pusher.pong, false)
               return
             case "Subscribe":
-              return subscribe(ws, connection, message.channel, message.auth)
+              return subscribe(ws, connection, message.channel, message.auth, message.channelData)
             case "Unsubscribe":
               return unsubscribe(ws, connection, message.channel)
             case "ClientEvent":
@@ -129,7 +133,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
               return
             }
             res.upgrade<Connection>(
-              { socketId: Pusher.makeSocketId(), appKeyMatches: req.getParameter(0) === appKey, channels: new Set() },
+              { socketId: Pusher.makeSocketId(), appKeyMatches: req.getParameter(0) === appKey, channels: new Map() },
               req.getHeader("sec-websocket-key"),
               req.getHeader("sec-websocket-protocol"),
               req.getHeader("sec-websocket-extensions"),
@@ -154,7 +158,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           close: (ws) => {
             if (!sockets.delete(ws)) return
             const connection = ws.getUserData()
-            for (const channel of connection.channels) {
+            for (const channel of connection.channels.keys()) {
               const set = subscribers.get(channel)
               if (set === undefined) continue
               set.delete(ws)
@@ -210,12 +214,25 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           app.publish(channel, message, false)
         })
 
+        const revoke = (channel: string, userId: number) =>
+          Effect.sync(() => {
+            const set = subscribers.get(channel)
+            if (set === undefined) return
+            for (const ws of [...set]) {
+              const connection = ws.getUserData()
+              if (connection.channels.get(channel) !== userId) continue
+              unsubscribe(ws, connection, channel)
+              ws.send(Pusher.subscriptionError(channel, 403, "Access to this channel was revoked."), false)
+            }
+          })
+
         yield* Effect.logInfo("RealtimeGateway listening").pipe(Effect.annotateLogs({ port, engine }))
 
         return RealtimeGateway.of({
           port,
           engine,
           publish,
+          revoke,
           connections: Effect.sync(() => sockets.size)
         })
       })

@@ -12,14 +12,25 @@ export const ErrorCode = {
   ClientEventRejected: 4301
 } as const
 
-export const sign = (secret: string, socketId: string, channelName: string): string =>
-  createHmac("sha256", secret).update(`${socketId}:${channelName}`).digest("hex")
+// With `channel_data` the signed string is `socket_id:channel:channel_data`, as Pusher signs presence
+// channels; here it binds a private subscription to the user it was granted to.
+export const sign = (secret: string, socketId: string, channelName: string, channelData?: string): string =>
+  createHmac("sha256", secret)
+    .update(channelData === undefined ? `${socketId}:${channelName}` : `${socketId}:${channelName}:${channelData}`)
+    .digest("hex")
 
-export const authFor = (key: string, secret: string, socketId: string, channelName: string): string =>
-  `${key}:${sign(secret, socketId, channelName)}`
+export const authFor = (key: string, secret: string, socketId: string, channelName: string, channelData?: string): string =>
+  `${key}:${sign(secret, socketId, channelName, channelData)}`
 
-export const verify = (key: string, secret: string, socketId: string, channelName: string, auth: string): boolean => {
-  const expected = Buffer.from(authFor(key, secret, socketId, channelName), "utf8")
+export const verify = (
+  key: string,
+  secret: string,
+  socketId: string,
+  channelName: string,
+  auth: string,
+  channelData?: string
+): boolean => {
+  const expected = Buffer.from(authFor(key, secret, socketId, channelName, channelData), "utf8")
   const given = Buffer.from(auth, "utf8")
   return expected.length === given.length && timingSafeEqual(expected, given)
 }
@@ -35,7 +46,8 @@ const CHANNEL_NAME = /^[A-Za-z0-9_\-=@,.;]{1,200}$/
 export const isChannelName = (value: string): boolean => CHANNEL_NAME.test(value)
 
 export type SubscriptionDecision =
-  | { readonly _tag: "Granted" }
+  /** `userId`: whom the signed `channel_data` names, if it names anyone. */
+  | { readonly _tag: "Granted"; readonly userId: number | null }
   | { readonly _tag: "Refused"; readonly status: 401 | 403; readonly error: string }
 
 // This product only has private channels: public channels would leak tenant events to anyone with
@@ -45,7 +57,8 @@ export const authorizeSubscription = (
   secret: string,
   socketId: string,
   channel: string,
-  auth: string | undefined
+  auth: string | undefined,
+  channelData?: string
 ): SubscriptionDecision => {
   if (!isChannelName(channel)) {
     return { _tag: "Refused", status: 403, error: "Invalid channel name" }
@@ -53,15 +66,27 @@ export const authorizeSubscription = (
   if (!channel.startsWith("private-") || channel.startsWith("private-encrypted-")) {
     return { _tag: "Refused", status: 403, error: "Only private channels are supported" }
   }
-  if (auth === undefined || !verify(key, secret, socketId, channel, auth)) {
+  if (auth === undefined || !verify(key, secret, socketId, channel, auth, channelData)) {
     return { _tag: "Refused", status: 401, error: `Invalid signature for ${channel}` }
   }
-  return { _tag: "Granted" }
+  return { _tag: "Granted", userId: channelData === undefined ? null : Option.getOrNull(decodeChannelData(channelData)) }
 }
+
+const ChannelData = Schema.Struct({ user_id: Schema.Int })
+const decodeChannelData = (text: string) =>
+  Option.map(Schema.decodeUnknownOption(Schema.fromJsonString(ChannelData))(text), (data) => data.user_id)
+
+/** What `/v1/broadcasting/auth` signs along with a subscription: the user it is granted to. */
+export const channelDataFor = (userId: number): string => JSON.stringify({ user_id: userId })
 
 export type ClientMessage =
   | { readonly _tag: "Ping" }
-  | { readonly _tag: "Subscribe"; readonly channel: string; readonly auth: string | undefined }
+  | {
+    readonly _tag: "Subscribe"
+    readonly channel: string
+    readonly auth: string | undefined
+    readonly channelData: string | undefined
+  }
   | { readonly _tag: "Unsubscribe"; readonly channel: string }
   | { readonly _tag: "ClientEvent"; readonly event: string }
   | { readonly _tag: "Other"; readonly event: string }
@@ -72,7 +97,11 @@ const Envelope = Schema.Struct({
   channel: Schema.optional(Schema.String),
   data: Schema.optional(Schema.Unknown)
 })
-const SubscribeData = Schema.Struct({ channel: Schema.String, auth: Schema.optional(Schema.String) })
+const SubscribeData = Schema.Struct({
+  channel: Schema.String,
+  auth: Schema.optional(Schema.String),
+  channel_data: Schema.optional(Schema.String)
+})
 const UnsubscribeData = Schema.Struct({ channel: Schema.String })
 
 const decodeEnvelope = Schema.decodeUnknownOption(Schema.fromJsonString(Envelope))
@@ -92,7 +121,7 @@ export const decodeClientMessage = (text: string): ClientMessage => {
     case "pusher:subscribe":
       return Option.match(decodeSubscribeData(data), {
         onNone: () => malformed,
-        onSome: ({ auth, channel }) => ({ _tag: "Subscribe", channel, auth })
+        onSome: ({ auth, channel, channel_data }) => ({ _tag: "Subscribe", channel, auth, channelData: channel_data })
       })
     case "pusher:unsubscribe":
       return Option.match(decodeUnsubscribeData(data), {

@@ -1,10 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
 import { SqlClient } from "effect/sql"
+import { createHmac } from "node:crypto"
 import { afterAll, beforeAll } from "vitest"
 import { Tokens } from "../../src/auth/Tokens.ts"
 import { Events } from "../../src/events/Events.ts"
 import { randomToken, sha256 } from "../../src/platform/Crypto.ts"
+import { addUser, mobileLogin } from "../auth/support.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
@@ -57,6 +59,13 @@ const emitThenRollBack = (companyId: number, key: string, payload: unknown) =>
     assert.strictEqual(outcome, "rolled back")
   }))
 
+const appSecret = () =>
+  server.runInApp(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [{ value }] = yield* sql<{ value: string }>`SELECT value FROM app_settings WHERE key = 'pusher_app_secret'`
+    return value
+  }).pipe(Effect.orDie))
+
 const lastSeq = (companyId: number) =>
   server.runInApp(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -70,8 +79,15 @@ describe("POST /v1/broadcasting/auth", () => {
     const channel = `private-company.${a.id}`
     const json = await authorize(a.token, { socket_id: "123.456", channel_name: channel })
     assert.strictEqual(json.status, 200)
-    assert.deepStrictEqual(Object.keys(json.body), ["auth"])
+    assert.deepStrictEqual(Object.keys(json.body).sort(), ["auth", "channel_data"])
     assert.match(json.body.auth, new RegExp(`^${server.pusherAppKey}:[0-9a-f]{64}$`))
+    // The grant names its user, and the signature covers that name.
+    const me = await userIdOf(a.token)
+    assert.deepStrictEqual(JSON.parse(json.body.channel_data), { user_id: me })
+    assert.strictEqual(
+      json.body.auth,
+      `${server.pusherAppKey}:${createHmac("sha256", await appSecret()).update(`123.456:${channel}:${json.body.channel_data}`).digest("hex")}`
+    )
 
     const form = await authorizeForm(a.token, { socket_id: "123.456", channel_name: channel })
     assert.strictEqual(form.status, 200)
@@ -80,7 +96,6 @@ describe("POST /v1/broadcasting/auth", () => {
     const otherSocket = await authorize(a.token, { socket_id: "123.457", channel_name: channel })
     assert.notStrictEqual(otherSocket.body.auth, json.body.auth)
 
-    const me = await userIdOf(a.token)
     const own = await authorize(a.token, { socket_id: "1.2", channel_name: `private-user.${me}` })
     assert.strictEqual(own.status, 200)
     assert.match(own.body.auth, /^[^:]+:[0-9a-f]{64}$/)
@@ -261,5 +276,40 @@ describe("realtime delivery through pusher-js", () => {
       const received = (yield* next(assigned)) as { seq: number; data: unknown }
       assert.strictEqual(received.seq, event.seq)
       assert.deepStrictEqual(received.data, { id: 8, user_id: me })
+    }))
+
+  it.live("ends a removed member's open subscription to the company channel, and only theirs", () =>
+    Effect.gen(function*() {
+      const a = yield* Effect.promise(() => createCompany(server))
+      const agent = yield* Effect.promise(() => addUser(server, a.id, { role: "agent" }))
+      const login = yield* Effect.promise(() => mobileLogin(server, agent.email, agent.password))
+      const agentClient = yield* connect(login.body.data.token)
+      const agentChannel = yield* subscribe(agentClient, `private-company.${a.id}`)
+      const agentEvents = yield* listen(agentChannel, "contact.created")
+      const agentRevoked = yield* listen(agentChannel, "pusher:subscription_error")
+      const adminChannel = yield* subscribe(yield* connect(a.token), `private-company.${a.id}`)
+      const adminEvents = yield* listen(adminChannel, "contact.created")
+      const adminRemoved = yield* listen(adminChannel, "member.removed")
+
+      yield* Effect.promise(() => emit(a.id, "contact.created", { before: true }))
+      assert.deepStrictEqual(((yield* next(agentEvents)) as { data: unknown }).data, { before: true })
+      assert.deepStrictEqual(((yield* next(adminEvents)) as { data: unknown }).data, { before: true })
+
+      const revoked = yield* Effect.promise(() =>
+        request(server, "POST", `/v1/companies/current/members/${agent.id}/revoke`, { token: a.token })
+      )
+      assert.strictEqual(revoked.status, 200, JSON.stringify(revoked.body))
+      assert.deepStrictEqual(((yield* next(adminRemoved)) as { data: unknown }).data, { id: agent.id })
+      const error = (yield* next(agentRevoked)) as { type: string; status: number }
+      assert.strictEqual(error.status, 403)
+
+      yield* Effect.promise(() => emit(a.id, "contact.created", { after: true }))
+      assert.deepStrictEqual(((yield* next(adminEvents)) as { data: unknown }).data, { after: true })
+      assert.strictEqual(yield* Queue.size(agentEvents), 0)
+      // And a new subscription is refused at the auth endpoint.
+      const again = yield* Effect.promise(() =>
+        authorize(login.body.data.token, { socket_id: "9.9", channel_name: `private-company.${a.id}` })
+      )
+      assert.notStrictEqual(again.status, 200)
     }))
 })

@@ -161,6 +161,18 @@ describe("Pusher protocol helpers", () => {
     assert.isFalse(Protocol.verify(APP_KEY, APP_SECRET, "1.2", "private-company.1", ""))
   })
 
+  it("binds a grant to its channel_data: another user id does not verify, and the decision names the user", () => {
+    const data = Protocol.channelDataFor(7)
+    const auth = Protocol.authFor(APP_KEY, APP_SECRET, "1.2", "private-company.1", data)
+    assert.deepStrictEqual(Protocol.authorizeSubscription(APP_KEY, APP_SECRET, "1.2", "private-company.1", auth, data), {
+      _tag: "Granted",
+      userId: 7
+    })
+    const forged = Protocol.authorizeSubscription(APP_KEY, APP_SECRET, "1.2", "private-company.1", auth, Protocol.channelDataFor(8))
+    assert.strictEqual(forged._tag, "Refused")
+    assert.strictEqual(Protocol.authorizeSubscription(APP_KEY, APP_SECRET, "1.2", "private-company.1", auth)._tag, "Refused")
+  })
+
   it("makes socket ids of the Pusher shape", () => {
     const ids = new Set(Array.from({ length: 100 }, Protocol.makeSocketId))
     assert.strictEqual(ids.size, 100)
@@ -180,7 +192,13 @@ describe("Pusher protocol helpers", () => {
     assert.deepStrictEqual(Protocol.decodeClientMessage("{\"event\":\"pusher:ping\",\"data\":{}}"), { _tag: "Ping" })
     assert.deepStrictEqual(
       Protocol.decodeClientMessage("{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"private-a\",\"auth\":\"k:s\"}}"),
-      { _tag: "Subscribe", channel: "private-a", auth: "k:s" }
+      { _tag: "Subscribe", channel: "private-a", auth: "k:s", channelData: undefined }
+    )
+    assert.deepStrictEqual(
+      Protocol.decodeClientMessage(
+        "{\"event\":\"pusher:subscribe\",\"data\":{\"channel\":\"private-a\",\"auth\":\"k:s\",\"channel_data\":\"{\\\"user_id\\\":7}\"}}"
+      ),
+      { _tag: "Subscribe", channel: "private-a", auth: "k:s", channelData: "{\"user_id\":7}" }
     )
     assert.deepStrictEqual(Protocol.decodeClientMessage("{\"event\":\"client-typing\",\"channel\":\"private-a\"}"), {
       _tag: "ClientEvent",
