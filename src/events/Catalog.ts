@@ -37,6 +37,13 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("member.added", "Member added", "organization", "member", "Someone joined the company by accepting an invitation."),
   entry("member.updated", "Member role changed", "organization", "member", "A member's role changed."),
   entry("member.removed", "Member removed", "organization", "member", "A membership was revoked."),
+  entry(
+    "member.availability.updated",
+    "Member availability changed",
+    "organization",
+    "member",
+    "A member set online, away or offline (sent to every company of the member)."
+  ),
   entry("invitation.created", "Invitation created", "organization", "invitation", "An invitation was sent."),
   entry("invitation.updated", "Invitation updated", "organization", "invitation", "An invitation's role or status changed."),
   entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted.")

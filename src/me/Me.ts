@@ -1,7 +1,9 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { CurrentActor, requirePersonalCredential } from "../auth/Domain.ts"
 import { Passwords } from "../auth/Passwords.ts"
 import { type Role, rolePermissions } from "../auth/Permissions.ts"
+import { Events } from "../events/Events.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { type Forbidden, forbidden, invalidField, type TooManyRequests, type Unprocessable } from "../platform/Errors.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
@@ -47,6 +49,8 @@ export class Me extends Context.Service<Me, {
     Me,
     Effect.gen(function*() {
       const repo = yield* MeRepo
+      const sql = yield* SqlClient.SqlClient
+      const events = yield* Events
       const passwords = yield* Passwords
       const limiter = yield* RateLimiter
       const config = yield* AppConfig
@@ -98,7 +102,14 @@ export class Me extends Context.Service<Me, {
         if (!(settableAvailability as ReadonlyArray<string>).includes(status)) {
           return yield* invalidField("status", "The status must be one of: online, away, offline.")
         }
-        yield* repo.setAvailability(actor.userId, status, yield* now)
+        const at = yield* now
+        // Presence: colleagues in every company of the user see the change; setting the same status again is silent.
+        yield* Effect.gen(function*() {
+          const companies = yield* repo.setAvailability(actor.userId, status, at)
+          for (const companyId of companies) {
+            yield* events.emit(companyId, "member.availability.updated", { id: actor.userId, availability: status })
+          }
+        }).pipe(sql.withTransaction, Effect.orDie)
         return { message: "Availability updated.", availability: status }
       })
 

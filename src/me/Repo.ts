@@ -43,7 +43,8 @@ export class MeRepo extends Context.Service<MeRepo, {
     keep: { readonly sessionId: string | null; readonly tokenId: number | null },
     now: Date
   ): Effect.Effect<void>
-  setAvailability(userId: number, status: string, now: Date): Effect.Effect<void>
+  /** Sets the status; answers the companies the user is a member of (whose colleagues see the change), when it changed. */
+  setAvailability(userId: number, status: string, now: Date): Effect.Effect<ReadonlyArray<number>>
   /** Points `current_company_id` at a company the user belongs to; none when there is no such membership. */
   switchCompany(userId: number, companyId: number, now: Date): Effect.Effect<Option.Option<{ readonly role: Role }>>
 }>()("crm/me/MeRepo") {
@@ -97,8 +98,14 @@ export class MeRepo extends Context.Service<MeRepo, {
         }).pipe(sql.withTransaction, Effect.orDie)
 
       const setAvailability = (userId: number, status: string, now: Date) =>
-        sql`UPDATE users SET availability = ${status}, updated_at = ${now} WHERE id = ${userId}`.pipe(
-          Effect.asVoid,
+        sql<{ company_id: number }>`
+          WITH u AS (
+            UPDATE users SET availability = ${status}, updated_at = ${now}
+            WHERE id = ${userId} AND availability IS DISTINCT FROM ${status}
+            RETURNING id
+          )
+          SELECT m.company_id FROM memberships m JOIN u ON u.id = m.user_id ORDER BY m.company_id`.pipe(
+          Effect.map((rows) => rows.map((row) => row.company_id)),
           Effect.orDie
         )
 

@@ -206,6 +206,24 @@ describe("PUT /v1/me/availability", () => {
     }
     assert.strictEqual((await me(caller)).availability, "online")
   })
+
+  it("tells colleagues in every company of the member, once per change, through the events", async () => {
+    const { company, user, caller } = await person()
+    const other = await createCompany(server)
+    await addUser(server, other.id, { email: user.email, role: "agent" })
+    const stranger = await createCompany(server)
+    const availability = async (token: string) =>
+      (await request(server, "GET", "/v1/events?after=0&limit=100", { token })).body.data.items
+        .filter((e: { event: string }) => e.event === "member.availability.updated")
+        .map((e: { data: unknown }) => e.data)
+    for (const status of ["away", "away", "online"]) {
+      assert.strictEqual((await call(server, caller, "PUT", "/v1/me/availability", { status })).status, 200)
+    }
+    const expected = [{ id: user.id, availability: "away" }, { id: user.id, availability: "online" }]
+    assert.deepStrictEqual(await availability(company.token), expected)
+    assert.deepStrictEqual(await availability(other.token), expected)
+    assert.deepStrictEqual(await availability(stranger.token), [])
+  })
 })
 
 describe("PUT /v1/me/current-company", () => {
