@@ -5,7 +5,7 @@ import { safeEqual, safeEqualString, sha256 } from "../platform/Crypto.ts"
 import { csrfMismatch, unauthenticated } from "../platform/Errors.ts"
 import { addResponseHeaders } from "../platform/HttpKernel.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
-import { type Actor, type CompanyId, CurrentActor, type UserId } from "./Domain.ts"
+import { type Account, type Actor, type CompanyId, CurrentActor, type UserId } from "./Domain.ts"
 import { Authentication, SessionCookie, XsrfHeader } from "./Middleware.ts"
 import { rolePermissions } from "./Permissions.ts"
 import { AuthRepo, type CredentialRow } from "./Repo.ts"
@@ -13,6 +13,21 @@ import { AuthRepo, type CredentialRow } from "./Repo.ts"
 const bearerPattern = /^(\d{1,15})\|([A-Za-z0-9]{20,128})$/
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
 const touchEveryMs = 60_000
+
+const accountOf = (row: CredentialRow): Account => ({
+  id: row.id,
+  name: row.name,
+  lastname: row.lastname,
+  email: row.email,
+  email_verified_at: row.email_verified_at,
+  phone: row.phone,
+  phone_verified: row.phone_verified,
+  timezone: row.timezone,
+  locale: row.locale,
+  availability: row.availability,
+  is_service_account: row.is_service_account,
+  current_company_id: row.current_company_id
+})
 
 const companyOf = (row: CredentialRow): Actor["company"] =>
   row.company_id !== null && row.role !== null && row.plan !== null
@@ -70,6 +85,7 @@ export const AuthenticationLayer = Layer.effect(
         tokenId,
         sessionId: null,
         abilities: token.abilities,
+        account: accountOf(token),
         company: companyOf(token)
       }
       yield* limit(actor, `token:${tokenId}`)
@@ -97,6 +113,7 @@ export const AuthenticationLayer = Layer.effect(
         tokenId: null,
         sessionId,
         abilities: ["*"],
+        account: accountOf(row.value),
         company: companyOf(row.value)
       }
       yield* limit(actor, `user:${actor.userId}`)

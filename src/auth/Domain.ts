@@ -10,6 +10,22 @@ export type UserId = typeof UserId.Type
 
 export type CredentialKind = "service" | "mobile" | "session"
 
+/** The signed-in account's row, read by the same query as the credential (so `GET /v1/me` needs no other). */
+export interface Account {
+  readonly id: number
+  readonly name: string
+  readonly lastname: string | null
+  readonly email: string | null
+  readonly email_verified_at: Date | null
+  readonly phone: string | null
+  readonly phone_verified: boolean
+  readonly timezone: string
+  readonly locale: string
+  readonly availability: string
+  readonly is_service_account: boolean
+  readonly current_company_id: number | null
+}
+
 export interface Actor {
   readonly userId: UserId
   readonly email: string | null
@@ -18,6 +34,7 @@ export interface Actor {
   readonly tokenId: number | null
   readonly sessionId: string | null
   readonly abilities: ReadonlyArray<string>
+  readonly account: Account
   /** null when the account has no active company (or lost its membership there). */
   readonly company: {
     readonly id: CompanyId

@@ -1,12 +1,11 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type { Account } from "./Domain.ts"
 import type { Role } from "./Permissions.ts"
 import type { Plan } from "./Plans.ts"
 
-export interface CredentialRow {
+export interface CredentialRow extends Account {
   readonly user_id: number
-  readonly email: string | null
-  readonly is_service_account: boolean
   readonly company_id: number | null
   readonly plan: Plan | null
   readonly role: Role | null
@@ -36,11 +35,12 @@ export class AuthRepo extends Context.Service<AuthRepo, {
     AuthRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const account = sql`u.id, u.id AS user_id, u.name, u.lastname, u.email, u.email_verified_at, u.phone, u.phone_verified,
+        u.timezone, u.locale, u.availability, u.is_service_account, u.current_company_id`
       // A service token is bound to its own company; a person's credential follows current_company_id.
       const findToken = (tokenId: number) =>
         sql<TokenRow>`
-          SELECT t.id AS token_id, t.kind, t.secret_hash, t.abilities, t.expires_at,
-                 u.id AS user_id, u.email, u.is_service_account,
+          SELECT t.id AS token_id, t.kind, t.secret_hash, t.abilities, t.expires_at, ${account},
                  m.company_id, c.plan, m.role
           FROM api_tokens t
           JOIN users u ON u.id = t.user_id
@@ -53,8 +53,7 @@ export class AuthRepo extends Context.Service<AuthRepo, {
           .pipe(Effect.asVoid, Effect.orDie)
       const findSession = (sessionId: string) =>
         sql<SessionRow>`
-          SELECT s.id AS session_id, s.csrf_token, s.expires_at,
-                 u.id AS user_id, u.email, u.is_service_account,
+          SELECT s.id AS session_id, s.csrf_token, s.expires_at, ${account},
                  m.company_id, c.plan, m.role
           FROM sessions s
           JOIN users u ON u.id = s.user_id

@@ -59,7 +59,7 @@ export class Me extends Context.Service<Me, {
 
       const profile = Effect.gen(function*() {
         const actor = yield* CurrentActor
-        return toProfile(yield* repo.findUser(actor.userId), actor.company)
+        return toProfile(actor.account, actor.company)
       })
 
       const updateProfile = Effect.fn("Me.updateProfile")(function*(input: UpdateProfile) {

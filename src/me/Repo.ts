@@ -1,21 +1,9 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type { Account } from "../auth/Domain.ts"
 import type { Role } from "../auth/Permissions.ts"
 
-export interface UserRow {
-  readonly id: number
-  readonly name: string
-  readonly lastname: string | null
-  readonly email: string | null
-  readonly email_verified_at: Date | null
-  readonly phone: string | null
-  readonly phone_verified: boolean
-  readonly timezone: string
-  readonly locale: string
-  readonly availability: string
-  readonly is_service_account: boolean
-  readonly current_company_id: number | null
-}
+export type UserRow = Account
 
 export interface ProfilePatch {
   readonly name?: string

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { Company, Throttle } from "../../cluster/RateLimit.ts"
+import { AppConfig } from "./Config.ts"
 import { type TooManyRequests, tooManyRequests } from "./Errors.ts"
 import { addResponseHeaders } from "./HttpKernel.ts"
 import type { Decision } from "./SlidingWindow.ts"
@@ -16,10 +17,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   consume(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
   /** Consumes one hit and fails with 429 (+ `Retry-After`) when the bucket is full. */
   enforce(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision, TooManyRequests>
+  /** The spec's heavy-route throttle (message search, around): per token, or per user for a session. */
+  heavy(companyId: number, caller: { readonly tokenId: number | null; readonly userId: number }): Effect.Effect<Decision, TooManyRequests>
 }>()("crm/platform/RateLimiter") {
   static readonly layer = Layer.effect(
     RateLimiter,
     Effect.gen(function*() {
+      const config = yield* AppConfig
+      const heavyRule = { limit: config.heavyRateLimitPerMinute, windowSeconds: 60 }
       const companies = yield* Company.client
       const throttles = yield* Throttle.client
       const consume = (owner: Owner, bucket: string, rule: Rule) => {
@@ -36,7 +41,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         }
         return decision
       })
-      return RateLimiter.of({ consume, enforce })
+      const heavy = (companyId: number, caller: { readonly tokenId: number | null; readonly userId: number }) =>
+        enforce({ companyId }, caller.tokenId !== null ? `heavy:token:${caller.tokenId}` : `heavy:user:${caller.userId}`, heavyRule)
+      return RateLimiter.of({ consume, enforce, heavy })
     })
   )
 }

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { type Actor, CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { AppConfig } from "../platform/Config.ts"
 import {
   type Forbidden,
@@ -16,10 +16,6 @@ import { ChannelAccess } from "../teams/ChannelAccess.ts"
 import { perPageRange, type SearchInput, type SearchResult, snippetOf } from "./Domain.ts"
 import { SearchRepo } from "./Repo.ts"
 
-/** The spec's heavy-route bucket (message search and around): per token, or per user for a session. */
-export const heavyBucket = (actor: Actor) =>
-  actor.tokenId !== null ? `heavy:token:${actor.tokenId}` : `heavy:user:${actor.userId}`
-
 export type SearchError = Forbidden | NotFound | Unprocessable | TooManyRequests | ServiceUnavailable
 
 export class Search extends Context.Service<Search, {
@@ -32,12 +28,11 @@ export class Search extends Context.Service<Search, {
       const access = yield* ChannelAccess
       const limiter = yield* RateLimiter
       const config = yield* AppConfig
-      const heavyRule = { limit: config.heavyRateLimitPerMinute, windowSeconds: 60 }
 
       const messages = Effect.fn("Search.messages")(function*(input: SearchInput) {
         const company = yield* requirePermission("conversation.view")
         const actor = yield* CurrentActor
-        yield* limiter.enforce({ companyId: company.id }, heavyBucket(actor), heavyRule)
+        yield* limiter.heavy(company.id, actor)
         const q = input.q.trim()
         if (Array.from(q).length < 2) return yield* invalidField("q", "The q field must be at least 2 characters.")
         const page = input.page ?? 1

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import type { Account } from "../../src/auth/Domain.ts"
 import { Events } from "../../src/events/Events.ts"
 import { type Json, request, type RunningServer } from "../support/TestServer.ts"
 
@@ -67,3 +68,19 @@ export const setCookies = (res: Json) => {
 
 export const cookieHeader = (cookies: Record<string, string>) =>
   Object.entries(cookies).map(([name, value]) => `${name}=${value}`).join("; ")
+
+/** The `account` of a hand-built `Actor` (unit tests that run a service without a request). */
+export const accountOf = (id: number, email: string | null, isServiceAccount = false): Account => ({
+  id,
+  name: "Person",
+  lastname: null,
+  email,
+  email_verified_at: null,
+  phone: null,
+  phone_verified: false,
+  timezone: "UTC",
+  locale: "en",
+  availability: "online",
+  is_service_account: isServiceAccount,
+  current_company_id: null
+})

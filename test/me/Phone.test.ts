@@ -7,7 +7,7 @@ import { PhoneRepo, type PendingCode } from "../../src/me/PhoneRepo.ts"
 import { maskPhone, PhoneVerification } from "../../src/me/PhoneVerification.ts"
 import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
 import { Sms, SmsError, type SmsMessage } from "../../src/platform/Sms.ts"
-import { addUser, query } from "../auth/support.ts"
+import { accountOf, addUser, query } from "../auth/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { call, type Caller, mobileCaller, sessionCaller, uniquePhone } from "./support.ts"
 
@@ -263,6 +263,7 @@ describe("PhoneVerification on the test clock", () => {
     tokenId: 1,
     sessionId: null,
     abilities: ["*"],
+    account: accountOf(userId, "person@example.test"),
     company: null
   }
 

@@ -60,6 +60,20 @@ describe("heavy-route throttle", () => {
     assert.strictEqual((await search({ token: company.token }, "hello")).status, 200, "the service token is another bucket")
   })
 
+  it("is one budget for search and around, at the configured limit", async () => {
+    const company = await createCompany(server)
+    const channelId = await seedChannel(server, company.id)
+    const thread = await seedConversation(server, company.id, channelId)
+    const messageId = await seedMessage(server, company.id, thread, "anchor")
+    const around = () => request(server, "GET", `/v1/messages/${messageId}/around?limit=1`, { token: company.token })
+    assert.strictEqual((await around()).status, 200)
+    for (let i = 1; i < heavyLimit; i++) assert.strictEqual((await search({ token: company.token }, "anchor")).status, 200)
+    const limited = await around()
+    assert.strictEqual(limited.status, 429)
+    assert.strictEqual(limited.headers.get("retry-after"), String(limited.body.retry_after))
+    assert.strictEqual((await search({ token: company.token }, "anchor")).status, 429)
+  })
+
   it("does not spend the budget on a request that fails authentication", async () => {
     const company = await createCompany(server)
     for (let i = 0; i < heavyLimit + 2; i++) {

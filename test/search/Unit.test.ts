@@ -11,6 +11,7 @@ import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
 import { ServiceUnavailable } from "../../src/platform/Errors.ts"
 import { RateLimiter } from "../../src/platform/RateLimiter.ts"
 import { ChannelAccess } from "../../src/teams/ChannelAccess.ts"
+import { accountOf } from "../auth/support.ts"
 
 const words = (n: number, prefix = "w") => Array.from({ length: n }, (_, i) => `${prefix}${i}`).join(" ")
 
@@ -80,6 +81,7 @@ describe("Search service", () => {
     tokenId: 7,
     sessionId: null,
     abilities: ["*"],
+    account: accountOf(1, null, true),
     company: { id: 3 as CompanyId, plan: "business", role: "admin", permissions: rolePermissions.admin }
   }
 
@@ -95,7 +97,7 @@ describe("Search service", () => {
           statement: () => ["", []]
         }),
         Layer.mock(ChannelAccess, { visible: () => Effect.succeed("all" as const) }),
-        Layer.mock(RateLimiter, { enforce: () => Effect.succeed({ allowed: true, remaining: 1, retryAfterMs: 0 }) }),
+        Layer.mock(RateLimiter, { heavy: () => Effect.succeed({ allowed: true, remaining: 1, retryAfterMs: 0 }) }),
         Layer.succeed(AppConfig, { heavyRateLimitPerMinute: 120, searchTimeoutMs: 2000, searchCountCap: 1000 } as AppConfigShape)
       ]))),
       Effect.provideService(CurrentActor, actor)

@@ -4,7 +4,7 @@ import { afterAll, beforeAll } from "vitest"
 import type { Actor, CompanyId, UserId } from "../../src/auth/Domain.ts"
 import { rolePermissions } from "../../src/auth/Permissions.ts"
 import { ChannelAccess } from "../../src/teams/ChannelAccess.ts"
-import { addUser, mobileLogin, query } from "../auth/support.ts"
+import { accountOf, addUser, mobileLogin, query } from "../auth/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
@@ -231,6 +231,7 @@ describe("teams", () => {
       tokenId: null,
       sessionId: null,
       abilities: ["*"],
+      account: accountOf(agent.id, agent.email),
       company: { id: company.id as CompanyId, plan: "business", role: "agent", permissions: rolePermissions.agent }
     }
     const visible = () =>
