@@ -20,7 +20,6 @@
  *   BENCH_SEARCH_DB=name          use (and keep) that database; generated once, reused on later runs
  *   BENCH_SEARCH_MESSAGES=1000000 BENCH_SEARCH_COMPANIES=200 BENCH_SEARCH_QUERIES=200 BENCH_SEARCH_HTTP=50
  */
-import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -30,6 +29,9 @@ import { AppConfig } from "../src/platform/Config.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { SqlLayer } from "../src/platform/Sql.ts"
 import { type SearchRequest, SearchRepo } from "../src/search/Repo.ts"
+import { benchDatabase, runOn } from "./support/Database.ts"
+import { runBench } from "./support/Processes.ts"
+import { fmtMs, summary } from "./support/Report.ts"
 
 const MESSAGES = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000)
 const COMPANIES = Number(process.env.BENCH_SEARCH_COMPANIES ?? 200)
@@ -47,19 +49,6 @@ if (!process.env.DATABASE_URL) {
   process.exit(0)
 }
 const serverUrl = process.env.DATABASE_URL
-
-const admin = (statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.unsafe<{ exists?: boolean }>(statement)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(serverUrl), maxConnections: 1 })))
-  )
-
-const withDatabase = (url: string, maxConnections: number) => PgClient.layer({ url: Redacted.make(url), maxConnections })
-
-const run = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient | PgClient.PgClient>) =>
-  Effect.runPromise(effect.pipe(Effect.provide(withDatabase(url, 1))) as Effect.Effect<A, E>)
 
 /** The app's own client (pool, pipelining, int8 as numbers) on the bench database. */
 const runLikeApp = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
@@ -168,7 +157,7 @@ const messagesInsert = (count: number, start: string) => `
   ORDER BY g.i`
 
 const generate = (url: string) =>
-  run(url, Effect.gen(function*() {
+  runOn(url, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const begin = performance.now()
     for (const statement of generation(MESSAGES)) yield* sql.unsafe(statement)
@@ -198,7 +187,7 @@ const generate = (url: string) =>
 
 /** Fresh messages that stay in the GIN pending list (fastupdate) until the next vacuum. */
 const addFresh = (url: string, count: number) =>
-  run(url, Effect.gen(function*() {
+  runOn(url, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     for (const statement of generation(0).filter((s) => !s.includes("bench_companies AS") && !/INSERT INTO (channels|contacts|conversations|threads)/.test(s))) {
       yield* sql.unsafe(statement)
@@ -218,14 +207,6 @@ interface Probe {
   readonly name: string
   readonly q: string
 }
-
-const stats = (samples: Array<number>) => {
-  const sorted = [...samples].sort((a, b) => a - b)
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
-  return { p50: at(0.5), p95: at(0.95), p99: at(0.99), max: sorted[sorted.length - 1] }
-}
-
-const fmt = (ms: number) => ms.toFixed(2).padStart(7)
 
 const requestFor = (q: string): SearchRequest => ({
   q,
@@ -262,9 +243,9 @@ const measure = (url: string, companies: ReadonlyArray<{ readonly label: string;
           yield* repo.search(company.id, requestFor(probe.q))
           samples.push(performance.now() - t0)
         }
-        const s = stats(samples)
+        const s = summary(samples)
         rows.push(
-          `  ${company.label.padEnd(22)} ${probe.name.padEnd(9)} ${String(n).padStart(7)} ${fmt(s.p50)} ${fmt(s.p95)} ${fmt(s.p99)} ${fmt(s.max)}`
+          `  ${company.label.padEnd(22)} ${probe.name.padEnd(9)} ${String(n).padStart(7)} ${fmtMs(s.p50)} ${fmtMs(s.p95)} ${fmtMs(s.p99)} ${fmtMs(s.max)}`
         )
       }
     }
@@ -289,7 +270,7 @@ const genericTrap = (url: string, companies: ReadonlyArray<{ readonly label: str
               yield* effect
               samples.push(performance.now() - t0)
             }
-            return stats(samples).p50
+            return summary(samples).p50
           })
         const custom = yield* repo.bounded(10_000, time(sql.unsafe(text, params as Array<unknown>).unprepared))
         const generic = yield* Effect.gen(function*() {
@@ -305,7 +286,7 @@ const genericTrap = (url: string, companies: ReadonlyArray<{ readonly label: str
           return { ms, plan: explained.map((r) => r["QUERY PLAN"]) }
         }).pipe(sql.withTransaction)
         const customPlan = yield* repo.bounded(10_000, sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, params as Array<unknown>).unprepared)
-        rows.push(`  ${company.label.padEnd(22)} ${probe.name.padEnd(9)} ${fmt(custom)} ${fmt(generic.ms)} ${(generic.ms / custom).toFixed(1).padStart(6)}×`)
+        rows.push(`  ${company.label.padEnd(22)} ${probe.name.padEnd(9)} ${fmtMs(custom)} ${fmtMs(generic.ms)} ${(generic.ms / custom).toFixed(1).padStart(6)}×`)
         if (company === companies[0]) {
           const pick = (lines: ReadonlyArray<string>) =>
             lines.filter((l) => /on messages m|on messages_|Sort Key: m\./.test(l))
@@ -365,8 +346,8 @@ const httpSample = async (url: string, companies: ReadonlyArray<{ readonly label
         if (res.status !== 200) throw new Error(`HTTP ${res.status}`)
         samples.push(performance.now() - t0)
       }
-      const s = stats(samples)
-      rows.push(`  ${label} ${fmt(s.p50)} ${fmt(s.p95)} ${fmt(s.p99)}`)
+      const s = summary(samples)
+      rows.push(`  ${label} ${fmtMs(s.p50)} ${fmtMs(s.p95)} ${fmtMs(s.p99)}`)
     }
     const baseline = await app.token(companies[0].id)
     await sample(`${"GET /v1/me (baseline: auth, rate limit)".padEnd(32)}`, () =>
@@ -401,16 +382,8 @@ const timeoutDemo = async (url: string, companyId: number, q: string) => {
 // ---------------------------------------------------------------- main
 
 const main = async () => {
-  const reuse = process.env.BENCH_SEARCH_DB
-  const name = reuse ?? `crm_bench_search_${Date.now().toString(36)}_${process.pid}`
-  const exists = (await admin(`SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = '${name.replace(/'/g, "''")}') AS exists`))[0].exists
-  if (!exists) await admin(`CREATE DATABASE ${name}`)
-  const url = (() => {
-    const u = new URL(serverUrl)
-    u.pathname = `/${name}`
-    return u.toString()
-  })()
-  const version = await run(url, Effect.gen(function*() {
+  const { name, url, drop } = await benchDatabase(serverUrl, "crm_bench_search", process.env.BENCH_SEARCH_DB)
+  const version = await runOn(url, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [v] = yield* sql<{ version: string; shared_buffers: string; work_mem: string }>`
       SELECT current_setting('server_version') AS version, current_setting('shared_buffers') AS shared_buffers,
@@ -421,8 +394,8 @@ const main = async () => {
   console.log(`  PostgreSQL ${version.version} (shared_buffers ${version.shared_buffers}, work_mem ${version.work_mem}), database ${name}`)
   console.log(`  ${MESSAGES.toLocaleString("en")} messages over ${COMPANIES} companies (Zipf s=${ZIPF}); ${QUERIES} queries per probe; count cap ${COUNT_CAP}`)
   try {
-    await run(url, runMigrations)
-    const generated = await run(url, Effect.gen(function*() {
+    await runOn(url, runMigrations)
+    const generated = await runOn(url, Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'bench_search_meta'`
       return rows[0].n > 0
@@ -430,7 +403,7 @@ const main = async () => {
     if (!generated) await generate(url)
     else console.log("  reusing the generated data")
 
-    const sizes = await run(url, Effect.gen(function*() {
+    const sizes = await runOn(url, Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       return yield* sql<{ company_id: number; rank: number; n: number }>`
         SELECT c.company_id::int AS company_id, c.rank, count(m.id)::int AS n FROM bench_companies c LEFT JOIN messages m ON m.company_id = c.company_id
@@ -443,7 +416,7 @@ const main = async () => {
       `  sizes: biggest ${sizes.slice(0, 3).map((c) => c.n.toLocaleString("en")).join(", ")}; median ${sizes[sizes.length >> 1].n}; ` +
         `smallest ${sizes[sizes.length - 1].n}; ${sizes.filter((c) => c.n >= 100_000).length} above 100k; ${total.toLocaleString("en")} in all`
     )
-    const rare = await run(url, Effect.gen(function*() {
+    const rare = await runOn(url, Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       // A generated word with a handful of hits in the biggest company.
       const [row] = yield* sql<{ w: string }>`
@@ -472,7 +445,7 @@ const main = async () => {
     console.log(`\nthe same after 5,000 fresh messages, not vacuumed (GIN pending pages: ${pending < 0 ? "n/a" : pending}):`)
     console.log(header)
     for (const row of await measure(url, companies, probes)) console.log(row)
-    await run(url, Effect.gen(function*() {
+    await runOn(url, Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       // Back to the generated data for the next runs. Without the foreign-key triggers: the
       // self-reference messages.quoted_message_id has no index, so each deleted row would scan the table.
@@ -497,9 +470,9 @@ const main = async () => {
     console.log("\nstatement timeout:")
     console.log(await timeoutDemo(url, big.company_id, "заказ"))
   } finally {
-    if (reuse === undefined) await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await drop()
   }
 }
 
-await main()
+await runBench(main)
 process.exit(0)

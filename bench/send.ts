@@ -13,16 +13,19 @@
  *   BENCH_RATES=1000,2000,3000 BENCH_SECONDS=10 BENCH_WARMUP_S=2 BENCH_THREADS=256 BENCH_CONNECTIONS=256
  *   BENCH_CPU_PROF=1                                 profile the app during the first rate; prints the hot spots
  */
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import * as net from "node:net"
-import * as os from "node:os"
-import { join, relative } from "node:path"
+import { join } from "node:path"
 import { AppConfig } from "../src/platform/Config.ts"
 import { SqlLayer } from "../src/platform/Sql.ts"
+import { api, createCompany, RATE_LIMIT_PER_WINDOW, requestedModes, startApp } from "./support/App.ts"
+import { benchDatabase, pgLayer, runSql } from "./support/Database.ts"
+import { runBench, sleep, workspace } from "./support/Processes.ts"
+import { summarizeProfile } from "./support/Profile.ts"
+import { rawRequest, responseReader } from "./support/RawHttp.ts"
+import { machine, percentile, tally } from "./support/Report.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP_S = Number(process.env.BENCH_WARMUP_S ?? 2)
@@ -37,70 +40,7 @@ type Mode = "embedded" | "server" | "server-async"
 /** A rate is sustained when the answers keep up with the arrivals and the tail stays bounded. */
 const KEEPS_UP = 0.97
 const P99_BOUND_MS = 100
-const root = new URL("..", import.meta.url).pathname
-const work = mkdtempSync(join(os.tmpdir(), "crm-bench-send-"))
-const children = new Set<ChildProcess>()
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const start = (name: string, args: Array<string>, env: Record<string, string | undefined>) => {
-  const out = openSync(join(work, `${name}.log`), "a")
-  const child = spawn(process.execPath, args, { cwd: root, env: env as NodeJS.ProcessEnv, stdio: ["ignore", out, out] })
-  children.add(child)
-  child.once("exit", () => children.delete(child))
-  return child
-}
-
-const stop = async (child: ChildProcess) => {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once("exit", resolve))
-  child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
-  await exited
-  clearTimeout(timer)
-}
-
-const logTail = (name: string) => readFileSync(join(work, `${name}.log`), "utf8").slice(-4000)
-
-const waitFor = async (url: string, child: ChildProcess, name: string) => {
-  const deadline = Date.now() + 120_000
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; log:\n${logTail(name)}`)
-    if (await fetch(url, { signal: AbortSignal.timeout(5_000) }).then((r) => r.ok, () => false)) return
-    await sleep(200)
-  }
-  throw new Error(`${name} did not answer ${url} within 120 s; log:\n${logTail(name)}`)
-}
-
-const runSql = (url: string, statement: string) =>
-  Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
-  )
-
-/** Server mode gets a database of its own (see bench/http.ts for why). */
-const freshDatabase = async (url: string) => {
-  const name = `crm_bench_send_${Date.now().toString(36)}_${process.pid}`
-  await runSql(url, `CREATE DATABASE ${name}`)
-  const fresh = new URL(url)
-  fresh.pathname = `/${name}`
-  return { name, url: fresh.toString(), drop: () => runSql(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) }
-}
-
-const percentile = (sorted: Float64Array, q: number) =>
-  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+const ws = workspace("crm-bench-send-")
 
 // ---------------------------------------------------------------- open-loop load generator
 
@@ -156,7 +96,7 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
     answered++
     if (status === 201) created++
     if (n >= measuredFrom) {
-      statuses.set(status, (statuses.get(status) ?? 0) + 1)
+      tally(statuses, status)
       latencies[recorded++] = now - dueAt(n)
       if (recorded === latencies.length) measureEnd = now
     }
@@ -172,7 +112,6 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
   const connect = () => {
     opening++
     const socket = net.connect({ port, host: "127.0.0.1", noDelay: true })
-    let buffer: Buffer = Buffer.alloc(0)
     socket.once("connect", () => {
       opening--
       open.add(socket)
@@ -190,23 +129,15 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
       }
       if (waiting.length > 0 && open.size + opening < CONNECTIONS) connect()
     })
-    socket.on("data", (chunk: Buffer) => {
-      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk])
-      for (;;) {
-        const headEnd = buffer.indexOf("\r\n\r\n")
-        if (headEnd < 0) return
-        const head = buffer.toString("latin1", 0, headEnd)
-        const length = /\r\ncontent-length: *(\d+)/i.exec(head)
-        if (length === null) throw new Error(`response without Content-Length:\n${head}`)
-        const size = headEnd + 4 + Number(length[1])
-        if (buffer.length < size) return
-        buffer = buffer.subarray(size)
+    socket.on(
+      "data",
+      responseReader((status) => {
         const n = inFlight.get(socket)!
         inFlight.delete(socket)
-        record(n, Number(head.slice(9, 12)))
+        record(n, status)
         release(socket)
-      }
-    })
+      })
+    )
   }
 
   begin = performance.now()
@@ -244,21 +175,6 @@ const openLoop = async (port: number, rate: number, makeRequest: (n: number) => 
 
 // ---------------------------------------------------------------- the app
 
-const api = (base: string, token: string | null) => async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-  const res = await fetch(base + path, {
-    method,
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json",
-      ...(token === null ? {} : { authorization: `Bearer ${token}` }),
-      ...headers
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(60_000)
-  })
-  return { status: res.status, body: (await res.json().catch(() => undefined)) as any }
-}
-
 /** One stored message per 201; requests left unanswered when the run gave up may have been stored too. */
 const storedOk = (stored: number, r: RateResult) =>
   r.answered === r.sent ? stored === r.created : stored >= r.created && stored <= r.created + (r.sent - r.answered)
@@ -275,35 +191,10 @@ interface Seeded {
 }
 
 const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefined) => {
-  const port = await freePort()
-  const platformKey = `bench-${Math.random().toString(36).slice(2)}`
-  const env: Record<string, string | undefined> = {
-    ...process.env,
-    PORT: String(port),
-    REALTIME_PORT: String(await freePort()),
-    RUNNER_PORT: String(await freePort()),
-    HOST: "127.0.0.1",
-    PLATFORM_API_KEY: platformKey,
-    RATE_LIMIT_PER_WINDOW: "1000000000",
-    LOG_LEVEL,
-    DATA_DIR: dataDir,
-    DATABASE_URL: databaseUrl
-  }
-  if (databaseUrl === undefined) delete env.DATABASE_URL
-  const profDir = join(work, `prof-${mode}`)
-  const name = `app-${mode}`
-  const app = start(name, ["--import", "tsx", ...(PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), "src/main.ts"], env)
-  const base = `http://127.0.0.1:${port}`
+  const app = await startApp(ws, { mode, logLevel: LOG_LEVEL, profile: PROFILE, dataDir, databaseUrl })
+  const { port, base } = app
   try {
-    await waitFor(`${base}/health`, app, name)
-    const platform = api(base, platformKey)
-    const company = await platform("POST", "/platform/v1/companies", {
-      name: `Bench ${Date.now()}`,
-      plan: "business",
-      admin: { email: `bench-${Date.now()}-${process.pid}@example.test`, password: "password-123", name: "Bench" }
-    })
-    expect("create company", company.status === 201, company)
-    const token = company.body.data.token as string
+    const { companyId, token } = await createCompany(app)
     const call = api(base, token)
     const me = await call("GET", "/v1/me")
     const channel = await call("POST", "/v1/channels", { type: "msgr_b", provider: "sandbox", name: "bench" })
@@ -339,12 +230,11 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
     // Every request has its own idempotency key and text; conversations are taken round-robin.
     const requestFor = (run: number) => (n: number) => {
       const body = `{"channel_id":${channelId},"thread_id":${threads[n % threads.length]},"text":"bench ${run}-${n}"}`
-      return Buffer.from(
-        `POST /v1/messages/send HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: keep-alive\r\n` +
-          `Authorization: Bearer ${token}\r\nContent-Type: application/json\r\nIdempotency-Key: bench-${run}-${n}\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-        "utf8"
-      )
+      return rawRequest("POST", port, "/v1/messages/send", {
+        Authorization: `Bearer ${token}`,
+        "Content-Type": "application/json",
+        "Idempotency-Key": `bench-${run}-${n}`
+      }, body)
     }
     for (const rate of RATES) {
       const before = await countOnChannel()
@@ -371,10 +261,10 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
       rows.push(result)
       console.log(`  ${mode}  1000/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms (over the limit, for the latency goal)`)
     }
-    const seeded: Seeded = { companyId: company.body.data.company.id, channelId, threads, userId: me.body.data.id }
-    return { rows, seeded, profDir }
+    const seeded: Seeded = { companyId, channelId, threads, userId: me.body.data.id }
+    return { rows, seeded, profDir: app.profDir }
   } finally {
-    await stop(app)
+    await app.stop()
   }
 }
 
@@ -460,62 +350,28 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
     return { rps: measured / BARE_SECONDS, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), workers }
   }).pipe(Effect.provide(sqlLayer), Effect.orDie)
 
-// ---------------------------------------------------------------- profile summary
-
-const summarizeProfile = (dir: string) => {
-  if (!existsSync(dir)) return console.log(`  (no profile written in ${dir})`)
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile"))) {
-    const profile = JSON.parse(readFileSync(join(dir, file), "utf8")) as {
-      nodes: Array<{ id: number; callFrame: { functionName: string; url: string; lineNumber: number } }>
-      samples: Array<number>
-      timeDeltas: Array<number>
-    }
-    const byId = new Map(profile.nodes.map((n) => [n.id, n]))
-    const byFn = new Map<string, number>()
-    const byModule = new Map<string, number>()
-    let total = 0
-    profile.samples.forEach((id, i) => {
-      const node = byId.get(id)!
-      const dt = profile.timeDeltas[i] ?? 0
-      total += dt
-      const url = node.callFrame.url.replace(/^file:\/\//, "")
-      const where = url === "" ? "" : relative(root, url)
-      byFn.set(`${node.callFrame.functionName || "(anonymous)"} ${where}:${node.callFrame.lineNumber + 1}`, (byFn.get(`${node.callFrame.functionName || "(anonymous)"} ${where}:${node.callFrame.lineNumber + 1}`) ?? 0) + dt)
-      const module = where === "" ? node.callFrame.functionName || "(native)" : where.includes("node_modules/")
-        ? where.split("node_modules/").pop()!.split("/").slice(0, where.includes("node_modules/@") ? 2 : 1).join("/")
-        : where.startsWith("node:") ? "node internals" : where
-      byModule.set(module, (byModule.get(module) ?? 0) + dt)
-    })
-    const top = (m: Map<string, number>, n: number) =>
-      [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `  ${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`).join("\n")
-    console.log(`\nCPU profile ${file} (${(total / 1e6).toFixed(1)} s sampled)\nself time by package / file:\n${top(byModule, 15)}\nself time by function:\n${top(byFn, 25)}`)
-  }
-}
-
 // ---------------------------------------------------------------- main
 
 const bareLayerFor = (mode: Mode, dataDir: string, url: string | undefined): Layer.Layer<SqlClient.SqlClient, unknown> =>
   mode !== "embedded"
-    ? PgClient.layer({ url: Redacted.make(url!), maxConnections: 10 })
+    ? pgLayer(url!, 10)
     // The app has stopped, so its PGlite directory can be opened here.
     : SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ dataDir, databaseUrl: Option.none() })))
 
 const main = async () => {
-  const requested = (process.env.BENCH_MODES ?? (process.env.DATABASE_URL ? "embedded,server,server-async" : "embedded")).split(",")
-  const modes = requested.map((m) => m.trim()).filter((m): m is Mode => m === "embedded" || m === "server" || m === "server-async")
+  const modes = requestedModes<Mode>(["embedded", "server", "server-async"], process.env.DATABASE_URL ? "embedded,server,server-async" : "embedded")
   if (modes.some((m) => m !== "embedded") && !process.env.DATABASE_URL) throw new Error("the server modes need DATABASE_URL")
-  const cpus = os.cpus()
   console.log("Send bench")
-  console.log(`  machine: ${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, node ${process.version}`)
+  console.log(`  machine: ${machine()}, node ${process.version}`)
   console.log(`  load: open loop at fixed arrival rates ${RATES.join(", ")}/s (stops at the first rate not sustained), ${WARMUP_S} s warm-up + ${SECONDS} s measured each, up to ${CONNECTIONS} keep-alive connections, ${THREADS} conversations round-robin`)
   console.log(`  sustained = answers ≥ ${KEEPS_UP * 100}% of the arrival rate, p99 ≤ ${P99_BOUND_MS} ms, every send 201; latency counted from the time a request was due`)
-  console.log(`  app: LOG_LEVEL=${LOG_LEVEL}, RATE_LIMIT_PER_WINDOW=1000000000, sandbox provider (msgr_b)`)
+  console.log(`  app: LOG_LEVEL=${LOG_LEVEL}, RATE_LIMIT_PER_WINDOW=${RATE_LIMIT_PER_WINDOW}, sandbox provider (msgr_b)`)
 
   let failed = false
   for (const mode of modes) {
-    const database = mode === "embedded" ? undefined : await freshDatabase(process.env.DATABASE_URL!)
+    const database = mode === "embedded" ? undefined : await benchDatabase(process.env.DATABASE_URL!, "crm_bench_send")
     if (mode === "server-async") await runSql(database!.url, `ALTER DATABASE ${database!.name} SET synchronous_commit = off`)
-    const dataDir = mkdtempSync(join(work, "data-"))
+    const dataDir = mkdtempSync(join(ws.dir, "data-"))
     try {
       console.log(`\nmode: ${mode === "embedded" ? "embedded (PGlite in a temp DATA_DIR)" : `${mode} (PostgreSQL, fresh database ${database!.name}, CLUSTER=socket, synchronous_commit=${mode === "server" ? "on" : "off"})`}`)
       const { rows, seeded, profDir } = await runApp(mode, dataDir, database?.url)
@@ -550,14 +406,4 @@ const main = async () => {
   if (failed) process.exitCode = 1
 }
 
-const cleanup = async () => {
-  await Promise.all([...children].map(stop))
-  rmSync(work, { recursive: true, force: true })
-}
-
-process.once("SIGINT", () => void cleanup().then(() => process.exit(130)))
-main().then(cleanup, async (error) => {
-  console.error(error)
-  await cleanup()
-  process.exit(1)
-})
+void runBench(main, ws.cleanup)

@@ -1,0 +1,23 @@
+import * as os from "node:os"
+
+/** The value at quantile `q` of ascending `sorted` samples (nearest rank below); NaN when there are none. */
+export const percentile = (sorted: ArrayLike<number>, q: number) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]
+
+/** p50, p95, p99 and max of latency samples in ms. */
+export const summary = (samples: ReadonlyArray<number>) => {
+  const sorted = Float64Array.from(samples).sort()
+  return { p50: percentile(sorted, 0.5), p95: percentile(sorted, 0.95), p99: percentile(sorted, 0.99), max: percentile(sorted, 1) }
+}
+
+/** Milliseconds in a column of seven characters. */
+export const fmtMs = (value: number) => value.toFixed(2).padStart(7)
+
+/** Adds one answer with `status` to a count per status. */
+export const tally = (statuses: Map<number, number>, status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1)
+
+/** CPU model, cores, memory and OS, for the heading of a bench's output. */
+export const machine = () => {
+  const cpus = os.cpus()
+  return `${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`
+}
