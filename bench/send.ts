@@ -5,8 +5,8 @@
  * The app runs as a child process (`node --import tsx src/main.ts`); this process generates load and,
  * after the app has stopped, runs the bare loop on the same database. Every send is authenticated
  * (service token), rate limited (limit raised), carries an `Idempotency-Key`, goes through the
- * Conversation entity, writes message + key in one transaction, calls the sandbox provider and
- * records the outcome + `message.created` in a second one.
+ * Conversation entity, writes the claimed key + pending message in one statement, calls the sandbox
+ * provider and records the outcome + key answer + `message.created` (+ NOTIFY) in a second one.
  *
  *   npx tsx bench/send.ts                            embedded (PGlite), plus server mode if DATABASE_URL is set
  *   BENCH_MODES=server,server-async DATABASE_URL=… npx tsx bench/send.ts   (server-async: synchronous_commit=off)
@@ -278,14 +278,6 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
 const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>, workers: number, notify: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const emit = (key: string, payload: unknown) =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ seq: number }>`
-          WITH next AS (UPDATE companies SET event_seq = event_seq + 1 WHERE id = ${seeded.companyId} RETURNING event_seq)
-          INSERT INTO events (company_id, seq, key, payload)
-          SELECT ${seeded.companyId}, event_seq, ${key}, ${JSON.stringify(payload)}::jsonb FROM next RETURNING seq::int AS seq`
-        if (notify) yield* sql`SELECT pg_notify('crm_bench', ${JSON.stringify({ c: seeded.companyId, i: Number(rows[0].seq) })})`
-      })
     const one = (n: number) =>
       Effect.gen(function*() {
         const threadId = seeded.threads[n % seeded.threads.length]
@@ -296,32 +288,46 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
           JOIN contacts ct ON ct.id = cv.contact_id
           WHERE t.company_id = ${seeded.companyId} AND t.id = ${threadId}`
         yield* sql`SELECT state FROM idempotency_keys WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}`
-        const id = yield* Effect.gen(function*() {
-          const [row] = yield* sql<{ id: number }>`
-            WITH m AS (
-              INSERT INTO messages (company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content, status, sender_user_id, metadata)
-              VALUES (${seeded.companyId}, ${thread.conversation_id}, ${threadId}, ${seeded.channelId}, 'outbound', 'text', ${`bare ${n}`}, 'pending', ${seeded.userId}, '{}'::jsonb)
-              RETURNING id
-            ), touched AS (
-              UPDATE conversations SET last_message_at = now(), updated_at = now()
-              WHERE company_id = ${seeded.companyId} AND id = ${thread.conversation_id}
-            )
-            SELECT id::int AS id FROM m`
-          yield* sql`
+        // The app's two writes, each one statement: the claimed key with its pending message, then the
+        // outcome with the key's answer, the event and its NOTIFY.
+        const [row] = yield* sql<{ id: number }>`
+          WITH new_message AS (
+            SELECT nextval(pg_get_serial_sequence('messages', 'id')) AS id
+          ), key_claim AS (
             INSERT INTO idempotency_keys (company_id, user_id, endpoint, key, request_hash, state, response_body)
-            VALUES (${seeded.companyId}, ${seeded.userId}, 'send', ${key}, 'h', 'pending', ${JSON.stringify({ message_id: Number(row.id) })}::jsonb)`
-          return row.id
-        }).pipe(sql.withTransaction)
-        yield* Effect.gen(function*() {
-          yield* sql`
-            WITH m AS (
-              UPDATE messages SET status = 'sent', external_message_id = ${`bare_${n}`}, updated_at = now()
-              WHERE company_id = ${seeded.companyId} AND id = ${id} RETURNING company_id, id
-            )
-            INSERT INTO message_statuses (company_id, message_id, status) SELECT company_id, id, 'sent' FROM m`
-          yield* sql`UPDATE idempotency_keys SET state = 'done', response_status = 201, response_body = ${JSON.stringify({ data: { id: Number(id) } })}::jsonb WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}`
-          yield* emit("message.created", { message_id: id })
-        }).pipe(sql.withTransaction)
+            SELECT ${seeded.companyId}, ${seeded.userId}, 'send', ${key}, 'h', 'pending', jsonb_build_object('message_id', id) FROM new_message
+            ON CONFLICT (user_id, endpoint, key) DO NOTHING
+            RETURNING 1
+          ), m AS (
+            INSERT INTO messages (id, company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content, status, sender_user_id, metadata)
+            OVERRIDING SYSTEM VALUE
+            SELECT new_message.id, ${seeded.companyId}, ${thread.conversation_id}, ${threadId}, ${seeded.channelId}, 'outbound', 'text', ${`bare ${n}`}, 'pending', ${seeded.userId}, '{}'::jsonb
+            FROM new_message WHERE EXISTS (SELECT 1 FROM key_claim)
+            RETURNING id
+          ), touched AS (
+            UPDATE conversations SET last_message_at = now(), updated_at = now()
+            WHERE company_id = ${seeded.companyId} AND id = ${thread.conversation_id} AND EXISTS (SELECT 1 FROM m)
+          )
+          SELECT id::int AS id FROM m`
+        const id = row.id
+        const notice = notify ? sql`, pg_notify('crm_bench', json_build_object('c', e.company_id, 'i', e.seq)::text)` : sql``
+        yield* sql`
+          WITH finished AS (
+            UPDATE messages SET status = 'sent', external_message_id = ${`bare_${n}`}, updated_at = now()
+            WHERE company_id = ${seeded.companyId} AND id = ${id}
+          ), finished_history AS (
+            INSERT INTO message_statuses (company_id, message_id, status) VALUES (${seeded.companyId}, ${id}, 'sent')
+          ), key_done AS (
+            UPDATE idempotency_keys SET state = 'done', response_status = 201, response_body = ${JSON.stringify({ data: { id } })}::jsonb
+            WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}
+          ), next AS (
+            UPDATE companies SET event_seq = event_seq + 1 WHERE id = ${seeded.companyId} RETURNING event_seq
+          ), e AS (
+            INSERT INTO events (company_id, seq, key, payload)
+            SELECT ${seeded.companyId}, event_seq, 'message.created', ${JSON.stringify({ message_id: id })}::jsonb FROM next
+            RETURNING company_id, seq
+          )
+          SELECT e.seq ${notice} FROM e`
       })
 
     // Checked before timing: one iteration writes one message, one key and one event.

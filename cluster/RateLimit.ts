@@ -15,8 +15,33 @@ export const Consume = Rpc.make("Consume", {
   })
 })
 
+/** A limit over a durable log: counted over the hits of the same subject, or of the whole company. */
+export const LoggedRule = Schema.Struct({
+  scope: Schema.Literals(["subject", "company"]),
+  limit: Schema.Int,
+  windowMs: Schema.Int
+})
+export type LoggedRule = typeof LoggedRule.Type
+
+/**
+ * One hit on a log whose hits survive a restart (contact block changes): allowed only when every
+ * rule has room, and then appended to the log's table before the answer.
+ */
+export const ConsumeLogged = Rpc.make("ConsumeLogged", {
+  payload: {
+    log: Schema.String,
+    subject: Schema.String,
+    rules: Schema.Array(LoggedRule)
+  },
+  success: Schema.Struct({
+    allowed: Schema.Boolean,
+    remaining: Schema.Int,
+    retryAfterMs: Schema.Int
+  })
+})
+
 /** One per company: owns the per-token rate-limit buckets and the company's other throttles. */
-export const Company = Entity.make("Company", [Consume])
+export const Company = Entity.make("Company", [Consume, ConsumeLogged])
 
 /** Throttles that belong to no company (login per e-mail and IP, signed media per IP), keyed by bucket. */
 export const Throttle = Entity.make("Throttle", [Consume])

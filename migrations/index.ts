@@ -5,6 +5,10 @@ import _0004_invitations from "./0004_invitations.ts"
 import _0005_me from "./0005_me.ts"
 import _0006_telephony from "./0006_telephony.ts"
 import _0009_search from "./0009_search.ts"
+import _0012_stickers from "./0012_stickers.ts"
+import _0011_media from "./0011_media.ts"
+import _0010_contacts from "./0010_contacts.ts"
+import _0013_message_quotes from "./0013_message_quotes.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -14,5 +18,9 @@ export const migrations = {
   "0004_invitations": _0004_invitations,
   "0005_me": _0005_me,
   "0006_telephony": _0006_telephony,
-  "0009_search": _0009_search
+  "0009_search": _0009_search,
+  "0010_contacts": _0010_contacts,
+  "0011_media": _0011_media,
+  "0012_stickers": _0012_stickers,
+  "0013_message_quotes": _0013_message_quotes
 }

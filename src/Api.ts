@@ -3,7 +3,11 @@ import { ApiTokensApi } from "./api-tokens/Api.ts"
 import { ChannelsApi } from "./channels/Api.ts"
 import { ConversationsApi } from "./conversations/Api.ts"
 import { MessagesApi } from "./messages/Api.ts"
+import { SignedMediaApi, UploadsApi } from "./media/Api.ts"
 import { SearchApi } from "./search/Api.ts"
+import { ContactPhotosApi, ContactsApi } from "./contacts/Api.ts"
+import { TagsApi } from "./tags/Api.ts"
+import { StickerFilesApi, StickersApi } from "./stickers/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
 import { EventsApi } from "./events/Api.ts"
@@ -32,8 +36,15 @@ export class Api extends HttpApi.make("crm")
   .add(ChannelsApi)
   .add(HooksApi)
   .add(ConversationsApi)
+  .add(ContactsApi)
+  .add(ContactPhotosApi)
+  .add(TagsApi)
   .add(MessagesApi)
+  .add(UploadsApi)
+  .add(SignedMediaApi)
   .add(SearchApi)
+  .add(StickersApi)
+  .add(StickerFilesApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

@@ -14,6 +14,8 @@ import { Events } from "./events/Events.ts"
 import { Routes } from "./Http.ts"
 import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
 import { LoggingLayer } from "./platform/Logging.ts"
+import { BlobStore } from "./media/BlobStore.ts"
+import { SignedUrls } from "./media/SignedUrls.ts"
 import { Mailer } from "./platform/Mail.ts"
 import { Sms } from "./platform/Sms.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
@@ -45,6 +47,7 @@ export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(ConversationEntities.pipe(Layer.provide(Sender.layer))),
+    Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),
     Layer.provideMerge(config),

@@ -17,10 +17,22 @@ import { InvitationsHttp } from "./invitations/Http.ts"
 import { Invitations } from "./invitations/Invitations.ts"
 import { MeHttp } from "./me/Http.ts"
 import { MessagesHttp } from "./messages/Http.ts"
+import { SignedMediaHttp, UploadsHttp } from "./media/Http.ts"
+import { Media } from "./media/Media.ts"
 import { Inbound } from "./messages/Inbound.ts"
 import { Messages } from "./messages/Messages.ts"
 import { SearchHttp } from "./search/Http.ts"
+import { ContactBlocking } from "./contacts/Blocking.ts"
+import { Contacts } from "./contacts/Contacts.ts"
+import { ContactEligibility } from "./contacts/Eligibility.ts"
+import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
+import { ContactPhotos } from "./contacts/Photos.ts"
+import { TagsHttp } from "./tags/Http.ts"
+import { Tags } from "./tags/Tags.ts"
 import { Search } from "./search/Search.ts"
+import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
+import { StickerImports } from "./stickers/Imports.ts"
+import { Stickers } from "./stickers/Stickers.ts"
 import { Me } from "./me/Me.ts"
 import { NotificationsHttp } from "./notifications/Http.ts"
 import { MembersHttp } from "./members/Http.ts"
@@ -52,9 +64,12 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, MessagesHttp, SearchHttp).pipe(
+const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp).pipe(
   Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
+  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, Tags.layer]),
+  Layer.provide(Media.layer),
+  Layer.provide(StickerImports.layer.pipe(Layer.provideMerge(Stickers.layer))),
   Layer.provide(AuthRepo.layer)
 )
 

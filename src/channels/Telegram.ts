@@ -70,7 +70,25 @@ const TgSent = Schema.Struct({ message_id: Schema.Number, chat: TgChat })
 const TgFilePath = Schema.Struct({ file_path: Schema.String })
 const TgMe = Schema.Struct({ id: Schema.Number, username: Schema.optional(Schema.String) })
 
+/** getStickerSet's StickerSet, with the fields of each Sticker the set import reads. */
+const TgStickerSet = Schema.Struct({
+  name: Schema.String,
+  title: Schema.String,
+  sticker_type: Schema.optional(Schema.String),
+  stickers: Schema.Array(Schema.Struct({
+    file_id: Schema.String,
+    file_unique_id: Schema.optional(Schema.String),
+    width: Schema.optional(Schema.Number),
+    height: Schema.optional(Schema.Number),
+    is_animated: Schema.Boolean,
+    is_video: Schema.Boolean,
+    emoji: Schema.optional(Schema.String)
+  }))
+})
+export type TelegramStickerSet = typeof TgStickerSet.Type
+
 const decodeAnswer = decodeAs(TgAnswer)
+const decodeStickerSet = decodeAs(TgStickerSet)
 const decodeSent = decodeAs(TgSent)
 const decodeFilePath = decodeAs(TgFilePath)
 const decodeMe = decodeAs(TgMe)
@@ -179,6 +197,8 @@ export class TelegramApi extends Context.Service<TelegramApi, {
   readonly adapter: ProviderAdapter
   /** Checks the token (getMe) and points the bot's webhook at `url` with `secret` as its secret token. */
   registerWebhook(channel: ChannelContext, url: string, secret: string): Effect.Effect<{ readonly username: string | null }, ProviderError>
+  /** A sticker set by name (getStickerSet); None when Telegram answers that no such set exists. */
+  getStickerSet(channel: ChannelContext, name: string): Effect.Effect<Option.Option<TelegramStickerSet>, ProviderError>
 }>()("crm/channels/TelegramApi") {
   static readonly layer = Layer.effect(
     TelegramApi,
@@ -320,6 +340,19 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         return { username: me?.username ?? null }
       })
 
+      const getStickerSet = Effect.fnUntraced(function*(channel: ChannelContext, name: string) {
+        const token = yield* tokenOf(channel)
+        const result = yield* call(token, "getStickerSet", { name }).pipe(
+          Effect.map(Option.some),
+          // The Bot API's answer for an unknown (or malformed) set name: 400 STICKERSET_INVALID.
+          Effect.catchIf((e) => e.code === "rejected" && e.message.includes("STICKERSET_INVALID"), () => Effect.succeedNone)
+        )
+        if (Option.isNone(result)) return Option.none()
+        const set = decodeStickerSet(result.value)
+        if (Option.isNone(set)) return yield* unavailable("Telegram answered without a sticker set.")
+        return set
+      })
+
       const bots = () => notSupported("Telegram bots cannot block users.")
       const adapter: ProviderAdapter = {
         send,
@@ -331,7 +364,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         unblock: () => Effect.fail(bots()),
         download
       }
-      return TelegramApi.of({ adapter, registerWebhook })
+      return TelegramApi.of({ adapter, registerWebhook, getStickerSet })
     })
   )
 }

@@ -11,7 +11,7 @@ const entry = (key: string, name: string, group: string, type: string, descripti
 /** Every event key the platform emits. Areas add their keys here when they start emitting them. */
 export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("message.created", "Message created", "messaging", "message", "A new message was created in a conversation."),
-  entry("message.updated", "Message updated", "messaging", "message", "A message was edited, deleted or changed status."),
+  entry("message.updated", "Message updated", "messaging", "message", "A message was edited, deleted, changed status or gained attachments."),
   entry("message.reaction.updated", "Reaction updated", "messaging", "message", "A reaction was added or removed."),
   entry("conversation.created", "Conversation created", "messaging", "conversation", "A conversation was started."),
   entry("contact.created", "Contact created", "contacts", "contact", "A contact was created."),

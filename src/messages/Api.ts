@@ -6,6 +6,8 @@ import { Paged } from "../platform/Pagination.ts"
 import {
   Around,
   AroundQuery,
+  Attachment,
+  AttachmentInput,
   CreateMessage,
   DeleteMessage,
   ForwardMessage,
@@ -109,6 +111,27 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       success: Schema.Struct({ message: Schema.String }),
       error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
     }),
+    HttpApiEndpoint.get("attachments", "/v1/messages/:id/attachments", {
+      params: Params,
+      success: Schema.Struct({ data: Schema.Array(Attachment) }),
+      error: [...AuthErrors, NotFound]
+    }),
+    HttpApiEndpoint.post("attach", "/v1/messages/:id/attachments", {
+      params: Params,
+      payload: AttachmentInput,
+      success: Schema.Struct({ data: Attachment }).pipe(HttpApiSchema.status(201)),
+      error: [...AuthErrors, NotFound, Unprocessable]
+    }).annotateMerge(OpenApi.annotations({
+      description: "Records an uploaded file (`media_id`) or a library sticker (`sticker_id`) on an existing message; nothing is sent."
+    })),
+    HttpApiEndpoint.post("fetchAttachment", "/v1/messages/:id/attachments/:attachment/fetch", {
+      params: { id: MessageId, attachment: Schema.Int },
+      success: Schema.Struct({ data: Attachment }),
+      error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
+    }).annotateMerge(OpenApi.annotations({
+      description: "Pulls the provider's bytes into local storage; afterwards `url` is a stable signed link. " +
+        "422 `attachment_not_fetchable` for template, ephemeral and unsupported_type attachments."
+    })),
     HttpApiEndpoint.post("forward", "/v1/messages/:id/forward", {
       params: Params,
       payload: ForwardMessage,

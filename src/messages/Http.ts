@@ -24,4 +24,7 @@ export const MessagesHttp = HttpApiBuilder.group(Api, "messages", Effect.fn(func
         data({ message: removed ? "Reaction removed." : "There was no reaction to remove.", removed })))
     .handle("like", ({ params }) => Effect.as(messages.like(params.id), { message: "Comment liked." }))
     .handle("forward", ({ params, payload }) => Effect.map(messages.forward(params.id, payload), data))
+    .handle("attachments", ({ params }) => Effect.map(messages.attachments(params.id), data))
+    .handle("attach", ({ params, payload }) => Effect.map(messages.attach(params.id, payload), data))
+    .handle("fetchAttachment", ({ params }) => Effect.map(messages.fetchAttachment(params.id, params.attachment), data))
 }))

@@ -5,6 +5,8 @@ import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Credentials } from "../channels/Credentials.ts"
 import { type ChannelType, channelRules, type ProviderError, Providers } from "../channels/Provider.ts"
 import { Events } from "../events/Events.ts"
+import { normalizeMime } from "../media/Domain.ts"
+import { Media } from "../media/Media.ts"
 import {
   BadGateway,
   Conflict,
@@ -21,6 +23,7 @@ import { cursorInfo, pageInfo } from "../platform/Pagination.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { ChannelAccess } from "../teams/ChannelAccess.ts"
 import type {
+  Attachment,
   AttachmentInput,
   CreateMessage,
   DeleteMessage,
@@ -37,6 +40,7 @@ import type {
 import { type ChannelRow, type MessageRow, MessagesRepo, type ThreadContext, toMessage } from "./Repo.ts"
 import {
   advances,
+  type Change,
   blockedMessage,
   channelContext,
   updatedPayload,
@@ -85,17 +89,17 @@ const contentErrors = (input: {
   return errors
 }
 
-/**
- * Media and stickers arrive with their own areas; until then every referenced source is unknown
- * to the company, which the spec answers with `attachment_source_invalid`.
- */
-const sourceCheck = (input: {
+/** The attachment rows of a send: `attachments[]`, then the top-level `sticker_id` as one more row. */
+const sourcesOf = (input: {
   readonly attachments?: ReadonlyArray<AttachmentInput> | null | undefined
   readonly sticker_id?: number | null | undefined
-}) =>
-  (input.attachments ?? []).length > 0 || present(input.sticker_id)
-    ? Effect.fail(ruleViolation("attachment_source_invalid", "The attachment source does not exist or belongs to another company."))
-    : Effect.void
+}): ReadonlyArray<AttachmentInput> => [
+  ...(input.attachments ?? []),
+  ...(present(input.sticker_id) ? [{ sticker_id: input.sticker_id }] : [])
+]
+
+/** A message with attachments takes the first one's type (a caption rides along as its text). */
+const messageTypeOf = (attachments: ReadonlyArray<OutgoingAttachment>) => attachments[0]?.type ?? "text"
 
 const notForwardable = new Set(["reaction", "template", "ephemeral", "unsupported", "location", "contact"])
 const unfetchable = new Set(["template", "ephemeral", "unsupported_type"])
@@ -131,6 +135,11 @@ export class Messages extends Context.Service<Messages, {
   react(id: number, input: SetReaction): Effect.Effect<Reaction, Denied | Unprocessable, CurrentActor>
   unreact(id: number): Effect.Effect<boolean, Denied, CurrentActor>
   like(id: number): Effect.Effect<void, Denied | Unprocessable | BadGateway, CurrentActor>
+  attachments(id: number): Effect.Effect<ReadonlyArray<Attachment>, Denied, CurrentActor>
+  /** Adds an uploaded file or a sticker to an existing message (a record; nothing is sent). */
+  attach(id: number, input: AttachmentInput): Effect.Effect<Attachment, Denied | Unprocessable, CurrentActor>
+  /** Pulls the provider's bytes of an attachment into storage; afterwards its `url` is the stable signed link. */
+  fetchAttachment(id: number, attachmentId: number): Effect.Effect<Attachment, Denied | Unprocessable | BadGateway, CurrentActor>
 }>()("crm/messages/Messages") {
   static readonly layerNoDeps = Layer.effect(
     Messages,
@@ -144,6 +153,7 @@ export class Messages extends Context.Service<Messages, {
       const credentials = yield* Credentials
       const limiter = yield* RateLimiter
       const conversations = yield* Conversation.client
+      const media = yield* Media
 
       const render = Effect.fnUntraced(function*(companyId: number, rows: ReadonlyArray<MessageRow>) {
         const attachments = yield* repo.attachments(companyId, rows.map((r) => r.id))
@@ -374,6 +384,17 @@ export class Messages extends Context.Service<Messages, {
         return Option.getOrThrow(thread)
       })
 
+      /** The send's attachment rows resolved against the company's uploads and stickers, if the channel can carry them. */
+      const outgoing = Effect.fnUntraced(function*(companyId: number, thread: ThreadContext, rows: ReadonlyArray<AttachmentInput>) {
+        if (rows.length === 0) return []
+        const attachments: ReadonlyArray<OutgoingAttachment> = yield* media.resolve(companyId, rows)
+        const refused = attachments.find((a) => !carries[thread.channel_type].has(a.type))
+        if (refused !== undefined) {
+          return yield* ruleViolation("content_type_unsupported", `A ${thread.channel_type} channel cannot carry a ${refused.type} attachment.`)
+        }
+        return attachments
+      })
+
       const send = Effect.fn("Messages.send")(function*(input: SendMessage, key: string | undefined) {
         const company = yield* requirePermission("conversation.create")
         const actor = yield* CurrentActor
@@ -384,7 +405,6 @@ export class Messages extends Context.Service<Messages, {
           errors.to = ["The to field needs one of external_id, phone or username."]
         }
         if (Object.keys(errors).length > 0) return yield* invalid(errors)
-        yield* sourceCheck(input)
         const hash = requestHash(input)
         // The hot path (a known thread on its own channel) needs one read, done alongside the key's;
         // anything else resolves the channel first so that its errors come in the documented order.
@@ -397,13 +417,14 @@ export class Messages extends Context.Service<Messages, {
             (yield* access.canSee(company.id, actor, known.value.channel_id))
           ? known.value
           : yield* resolveSendTarget(company.id, yield* visibleChannel(company.id, input.channel_id), input)
+        const attachments = yield* outgoing(company.id, thread, sourcesOf(input))
         return yield* dispatch(thread, {
           endpoint: "send",
           companyId: company.id,
           userId: actor.userId,
-          messageType: "text",
+          messageType: messageTypeOf(attachments),
           text: input.text ?? null,
-          attachments: [],
+          attachments,
           quotedMessageId: null,
           quotedExternalMessageId: null,
           metadata: {},
@@ -419,7 +440,6 @@ export class Messages extends Context.Service<Messages, {
           errors.quoted_message_id = ["Give quoted_message_id or quoted_external_message_id, not both."]
         }
         if (Object.keys(errors).length > 0) return yield* invalid(errors)
-        yield* sourceCheck(input)
         const key = input.idempotency_key ?? undefined
         const { idempotency_key: _, ...body } = input
         const hash = requestHash(body)
@@ -442,13 +462,14 @@ export class Messages extends Context.Service<Messages, {
           quotedMessageId = Option.match(quoted, { onNone: () => null, onSome: (q) => q.id })
           quotedExternal = input.quoted_external_message_id
         }
+        const attachments = yield* outgoing(company.id, thread, sourcesOf(input))
         return yield* dispatch(thread, {
           endpoint: "create",
           companyId: company.id,
           userId: actor.userId,
-          messageType: "text",
+          messageType: messageTypeOf(attachments),
           text: input.text ?? null,
-          attachments: [],
+          attachments,
           quotedMessageId,
           quotedExternalMessageId: quotedExternal,
           metadata: quotedExternal !== null && quotedMessageId === null ? { quoted_external_message_id: quotedExternal } : {},
@@ -540,7 +561,10 @@ export class Messages extends Context.Service<Messages, {
         }
         const threadId = existing?.id ?? (yield* ensureThreadFor(company.id, channel.id, account!.id, account!.contact_id))
         const thread = existing ?? Option.getOrThrow(yield* repo.threadContext(company.id, threadId))
-        const attachments: ReadonlyArray<OutgoingAttachment> = sourceAttachments.map(({ id: _, ...a }) => a)
+        // A stored file travels by its storage path; its signed link belongs to the source message.
+        const attachments: ReadonlyArray<OutgoingAttachment> = sourceAttachments.map(({ id: _, ...a }) =>
+          a.storage_path === null ? a : { ...a, url: null, thumbnail_url: null }
+        )
         return yield* dispatch(thread, {
           endpoint: "forward",
           companyId: company.id,
@@ -603,12 +627,7 @@ export class Messages extends Context.Service<Messages, {
 
       const around = Effect.fn("Messages.around")(function*(id: number, limit: number) {
         const { company, actor, row } = yield* visibleMessage(id, "conversation.view")
-        // The spec's heavy-route throttle: 120 a minute per token, or per user for sessions.
-        yield* limiter.enforce(
-          { companyId: company.id },
-          actor.tokenId !== null ? `heavy:token:${actor.tokenId}` : `heavy:user:${actor.userId}`,
-          { limit: 120, windowSeconds: 60 }
-        )
+        yield* limiter.heavy(company.id, actor)
         const visible = yield* access.visible(company.id, actor)
         const { before, after } = yield* repo.around(company.id, visible, row, limit)
         const items = yield* render(company.id, [...before.slice(0, limit).reverse(), row, ...after.slice(0, limit)])
@@ -617,7 +636,7 @@ export class Messages extends Context.Service<Messages, {
 
       // ------------------------------------------------------------ changing
 
-      const emitUpdated = (companyId: number, row: MessageRow, change: "status" | "edited" | "deleted" | "revoked") =>
+      const emitUpdated = (companyId: number, row: MessageRow, change: Change) =>
         Effect.gen(function*() {
           const message = yield* renderOne(companyId, row)
           yield* events.emit(companyId, "message.updated", updatedPayload(message, change))
@@ -781,7 +800,76 @@ export class Messages extends Context.Service<Messages, {
         )
       })
 
+      // ------------------------------------------------------------ attachments
+
+      const attachmentsOf = (companyId: number, messageId: number) =>
+        Effect.map(repo.attachments(companyId, [messageId]), (all) => all.get(messageId) ?? [])
+
+      const attachments = Effect.fn("Messages.attachments")(function*(id: number) {
+        const { company, row } = yield* visibleMessage(id, "conversation.view")
+        return yield* attachmentsOf(company.id, row.id)
+      })
+
+      const attach = Effect.fn("Messages.attach")(function*(id: number, input: AttachmentInput) {
+        const { company, row } = yield* visibleMessage(id, "conversation.update")
+        if (present(input.media_id) === present(input.sticker_id)) {
+          return yield* invalid({ media_id: ["Each attachment needs exactly one of media_id or sticker_id."] })
+        }
+        if (row.deleted_at !== null) return yield* ruleViolation("message_deleted", "The message was deleted.")
+        const [resolved] = yield* media.resolve(company.id, [input]).pipe(
+          Effect.catchIf(
+            (e) => e.errors?.["attachments.0.type"] !== undefined,
+            (e) => Effect.fail(invalid({ type: [...e.errors!["attachments.0.type"]] }))
+          )
+        )
+        return yield* Effect.gen(function*() {
+          const [added] = yield* repo.addAttachments(company.id, row.id, [resolved])
+          yield* emitUpdated(company.id, row, "attachments")
+          return added
+        }).pipe(sql.withTransaction, Effect.orDie)
+      })
+
+      const fetchAttachment = Effect.fn("Messages.fetchAttachment")(function*(id: number, attachmentId: number) {
+        const { company, row } = yield* visibleMessage(id, "conversation.view")
+        const list = yield* attachmentsOf(company.id, row.id)
+        const index = list.findIndex((a) => a.id === attachmentId)
+        if (index < 0) return yield* notFound("Attachment not found.")
+        const attachment = list[index]
+        if (unfetchable.has(attachment.type)) {
+          return yield* ruleViolation("attachment_not_fetchable", `An attachment of type ${attachment.type} cannot be fetched.`)
+        }
+        if (attachment.storage_path !== null) return attachment
+        // Ingestion keeps the provider's media reference of attachment i (in id order) in the message metadata.
+        const refs = row.metadata.attachment_refs
+        const ref = Array.isArray(refs) && typeof refs[index] === "string" ? refs[index] as string : null
+        const source = ref ?? attachment.url
+        if (source === null) {
+          return yield* ruleViolation("attachment_not_fetchable", "The provider gave no reference to fetch this attachment by.")
+        }
+        const thread = Option.getOrThrow(yield* repo.threadContext(company.id, row.thread_id))
+        const channel = contextOf(company.id, thread)
+        const file = yield* providers.forChannel(channel).download(channel, source).pipe(Effect.mapError(providerFailed))
+        const mimeType = normalizeMime(file.mimeType)
+        const storagePath = yield* media.keep(company.id, file.bytes, attachment.mime_type ?? mimeType)
+        const stored = yield* Effect.gen(function*() {
+          const stored = yield* repo.storeAttachmentFile(company.id, row.id, attachment.id, {
+            storagePath,
+            mimeType,
+            size: file.bytes.byteLength
+          })
+          if (Option.isSome(stored)) yield* emitUpdated(company.id, row, "attachments")
+          return stored
+        }).pipe(sql.withTransaction, Effect.orDie)
+        if (Option.isSome(stored)) return stored.value
+        // A concurrent fetch stored it first: keep theirs.
+        yield* media.discard(storagePath)
+        return (yield* attachmentsOf(company.id, row.id))[index]
+      })
+
       return Messages.of({
+        attachments,
+        attach,
+        fetchAttachment,
         list,
         get,
         send,

@@ -1,6 +1,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { type ChannelType, channelRules } from "../channels/Provider.ts"
+import { withLinks } from "../media/Links.ts"
+import { SignedUrls } from "../media/SignedUrls.ts"
 import type { VisibleChannels } from "../teams/ChannelAccess.ts"
 import type { Attachment, Message, Reaction, SortBy, SortDir, StatusEntry } from "./Domain.ts"
 
@@ -163,8 +165,6 @@ export const toMessage = (row: MessageRow, attachments: ReadonlyArray<Attachment
   }
 }
 
-const toAttachment = ({ message_id: _, ...row }: AttachmentRow): Attachment => row
-
 const toStatus = (row: { id: number; message_id: number; status: string; error: string | null; created_at: Date }): StatusEntry => ({
   ...row,
   created_at: row.created_at.toISOString()
@@ -198,8 +198,22 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
   list(companyId: number, visible: VisibleChannels, filter: ListFilter): Effect.Effect<{ readonly rows: ReadonlyArray<MessageRow>; readonly total: number | null }>
   around(companyId: number, visible: VisibleChannels, anchor: MessageRow, limit: number): Effect.Effect<{ readonly before: ReadonlyArray<MessageRow>; readonly after: ReadonlyArray<MessageRow> }>
   insert(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
-  /** The message (status `pending`) and the conversation's `last_message_at`, in one statement. */
-  insertOutbound(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
+  addAttachments(companyId: number, messageId: number, list: ReadonlyArray<NewAttachment>): Effect.Effect<ReadonlyArray<Attachment>>
+  /** Records fetched bytes on an attachment that has none yet; None when another fetch got there first. */
+  storeAttachmentFile(companyId: number, messageId: number, attachmentId: number, file: {
+    readonly storagePath: string
+    readonly mimeType: string | null
+    readonly size: number
+  }): Effect.Effect<Option.Option<Attachment>>
+  /**
+   * The message (status `pending`) and the conversation's `last_message_at` in one statement, with
+   * the caller's companion write (`guard`, e.g. an idempotency claim given the new message's id as
+   * a SQL expression) deciding whether anything is written: none when it does not pass.
+   */
+  insertOutbound(companyId: number, message: NewMessage, guard?: (messageId: Statement.Fragment) => {
+    readonly writes: Statement.Fragment
+    readonly passed: Statement.Fragment
+  }): Effect.Effect<Option.Option<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>>
   /**
    * The provider's outcome (status, provider ids, the history row) as companion writes for the
    * statement that emits `message.created`, and the row as it reads once they are written.
@@ -260,6 +274,9 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
     MessagesRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const signed = yield* SignedUrls
+      const toAttachment = (companyId: number) => ({ message_id, ...row }: AttachmentRow): Attachment =>
+        withLinks(signed, companyId, message_id, row)
       const columns = sql`
         m.id, m.company_id, m.conversation_id, m.thread_id, m.channel_id, ch.type AS channel_type, m.direction,
         m.message_type, m.message_content, m.external_message_id, m.external_thread_id, m.status, m.sender_user_id,
@@ -303,7 +320,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
                 const byMessage = new Map<number, Array<Attachment>>()
                 for (const row of rows) {
                   const list = byMessage.get(row.message_id) ?? []
-                  list.push(toAttachment(row))
+                  list.push(toAttachment(companyId)(row))
                   byMessage.set(row.message_id, list)
                 }
                 return byMessage as ReadonlyMap<number, ReadonlyArray<Attachment>>
@@ -415,28 +432,49 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
               size: a.size
             })) as any)
           } RETURNING id, message_id, type, mime_type, url, thumbnail_url, storage_path, media_id, sticker_id, file_name, size`.pipe(
-            Effect.map((rows) => rows.map(toAttachment))
+            Effect.map((rows) => rows.map(toAttachment(companyId)))
           )
 
-      const insertOutbound = (companyId: number, m: NewMessage) =>
-        Effect.gen(function*() {
+      const insertOutbound: MessagesRepo["Service"]["insertOutbound"] = (companyId, m, guard) => {
+        // The id is taken first so that the guard can record it in the same statement.
+        const condition = guard?.(sql`(SELECT id FROM new_message)`)
+        const write = Effect.gen(function*() {
           const [row] = yield* sql<MessageRow>`
-            WITH m AS (
+            WITH new_message AS (
+              SELECT nextval(pg_get_serial_sequence('messages', 'id')) AS id
+            ), ${condition === undefined ? sql`` : sql`${condition.writes},`} m AS (
               INSERT INTO messages (
-                company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content,
+                id, company_id, conversation_id, thread_id, channel_id, direction, message_type, message_content,
                 external_thread_id, status, sender_user_id, contact_account_id, quoted_message_id, metadata
-              ) VALUES (
-                ${companyId}, ${m.conversationId}, ${m.threadId}, ${m.channelId}, 'outbound', ${m.messageType}, ${m.content},
-                ${m.externalThreadId}, ${m.status}, ${m.senderUserId}, ${m.contactAccountId}, ${m.quotedMessageId},
+              ) OVERRIDING SYSTEM VALUE
+              SELECT new_message.id, ${companyId}, ${m.conversationId}, ${m.threadId}, ${m.channelId}, 'outbound', ${m.messageType},
+                ${m.content}, ${m.externalThreadId}, ${m.status}, ${m.senderUserId}, ${m.contactAccountId}, ${m.quotedMessageId},
                 ${JSON.stringify(m.metadata)}::jsonb
-              ) RETURNING *
+              FROM new_message ${condition === undefined ? sql`` : sql`WHERE ${condition.passed}`}
+              RETURNING *
             ), touched AS (
               UPDATE conversations SET last_message_at = GREATEST(last_message_at, now()), updated_at = now()
-              WHERE company_id = ${companyId} AND id = ${m.conversationId}
+              WHERE company_id = ${companyId} AND id = ${m.conversationId} AND EXISTS (SELECT 1 FROM m)
             )
             SELECT ${columns} FROM m JOIN channels ch ON ch.id = m.channel_id`
-          return { row, attachments: yield* insertAttachments(companyId, row.id, m.attachments) }
-        }).pipe(Effect.orDie)
+          if (row === undefined) return Option.none()
+          return Option.some({ row, attachments: yield* insertAttachments(companyId, row.id, m.attachments) })
+        })
+        // Without attachments the one statement is atomic by itself.
+        return (m.attachments.length === 0 ? write : sql.withTransaction(write)).pipe(Effect.orDie)
+      }
+
+      const addAttachments = (companyId: number, messageId: number, list: ReadonlyArray<NewAttachment>) =>
+        insertAttachments(companyId, messageId, list).pipe(Effect.orDie)
+
+      const storeAttachmentFile: MessagesRepo["Service"]["storeAttachmentFile"] = (companyId, messageId, attachmentId, file) =>
+        sql<AttachmentRow>`
+          UPDATE attachments SET storage_path = ${file.storagePath}, mime_type = COALESCE(mime_type, ${file.mimeType}), size = ${file.size}
+          WHERE company_id = ${companyId} AND message_id = ${messageId} AND id = ${attachmentId} AND storage_path IS NULL
+          RETURNING id, message_id, type, mime_type, url, thumbnail_url, storage_path, media_id, sticker_id, file_name, size`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAttachment(companyId))),
+          Effect.orDie
+        )
 
       const finishOutbound: MessagesRepo["Service"]["finishOutbound"] = (companyId, row, o, now) => ({
         writes: sql`
@@ -768,6 +806,8 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         around,
         insert,
         insertOutbound,
+        addAttachments,
+        storeAttachmentFile,
         finishOutbound,
         update,
         statuses,

@@ -75,7 +75,7 @@ export const createdPayload = (message: Message) => ({
   referral: message.referral
 })
 
-export type Change = "status" | "edited" | "deleted" | "revoked"
+export type Change = "status" | "edited" | "deleted" | "revoked" | "attachments"
 
 export const updatedPayload = (message: Message, change: Change) => ({
   message: messagePayload(message),

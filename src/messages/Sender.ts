@@ -4,6 +4,7 @@ import { type SendRequest, SendRefused } from "../../cluster/Conversation.ts"
 import { Credentials } from "../channels/Credentials.ts"
 import { type ChannelContext, Providers } from "../channels/Provider.ts"
 import { Events } from "../events/Events.ts"
+import { BlobStore } from "../media/BlobStore.ts"
 import { Idempotency, type IdempotencyScope, type Recorded } from "../platform/Idempotency.ts"
 import { Message } from "./Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
@@ -45,6 +46,7 @@ export class Sender extends Context.Service<Sender, {
       const idempotency = yield* Idempotency
       const providers = yield* Providers
       const credentials = yield* Credentials
+      const store = yield* BlobStore
       const channels = new Map<number, { readonly context: Option.Option<ChannelContext>; readonly at: number }>()
 
       const channelFor = Effect.fnUntraced(function*(companyId: number, channelId: number) {
@@ -93,7 +95,9 @@ export class Sender extends Context.Service<Sender, {
           : { userId: req.userId, endpoint: req.endpoint, key: req.idempotency.key }
         const hash = req.idempotency?.hash ?? ""
 
-        const insert = repo.insertOutbound(companyId, {
+        // The HTTP side looked the key up already; claiming it is what decides. A key another request
+        // completed or holds meanwhile writes nothing, and is answered from its row.
+        const inserted = yield* repo.insertOutbound(companyId, {
           conversationId: req.conversationId,
           threadId: req.threadId,
           channelId: req.channelId,
@@ -110,37 +114,30 @@ export class Sender extends Context.Service<Sender, {
           metadata: req.metadata,
           timestamp: null,
           attachments: req.attachments
-        })
-        // The HTTP side looked the key up already; claiming it is what decides. A key another request
-        // completed or holds meanwhile rolls this transaction back and is answered from its row.
-        const inserted = yield* (scope === null ? insert : Effect.gen(function*() {
-          const created = yield* insert
-          const claimed = yield* idempotency.claim(companyId, scope, hash, { message_id: created.row.id })
-          if (!claimed) return yield* Effect.fail(scope)
-          return created
-        }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))).pipe(Effect.result)
-        if (inserted._tag === "Failure") {
-          const earlier = yield* answer(companyId, inserted.failure, yield* idempotency.lookup(inserted.failure, hash))
+        }, scope === null ? undefined : (messageId) => idempotency.claiming(companyId, scope, hash, sql`jsonb_build_object('message_id', ${messageId})`))
+        if (Option.isNone(inserted)) {
+          if (scope === null) return yield* Effect.die(new Error("an insert without a guard always writes"))
+          const earlier = yield* answer(companyId, scope, yield* idempotency.lookup(scope, hash))
           if (Option.isSome(earlier)) return earlier.value
           return yield* inFlight()
         }
-        const { row, attachments: stored } = inserted.success
+        const { row, attachments: stored } = inserted.value
 
         return yield* Effect.gen(function*() {
           const channel = yield* channelFor(companyId, req.channelId)
+          // Adapters read local files by absolute path: the blob store decides where storage paths live.
+          const attachments = yield* Effect.forEach(req.attachments, (a) =>
+            Effect.map(
+              a.storage_path === null ? Effect.succeed(null) : Effect.orElseSucceed(store.absolute(a.storage_path), () => null),
+              (local) => ({ type: a.type, mime_type: a.mime_type, storage_path: local, url: a.url, file_name: a.file_name })
+            ))
           const outcome = Option.isNone(channel)
             ? Exit.fail({ code: "channel_missing", message: "The channel was deleted." })
             : yield* Effect.exit(
               providers.forChannel(channel.value).send(channel.value, {
                 recipient: req.recipient,
                 text: req.text,
-                attachments: req.attachments.map((a) => ({
-                  type: a.type,
-                  mime_type: a.mime_type,
-                  storage_path: a.storage_path,
-                  url: a.url,
-                  file_name: a.file_name
-                })),
+                attachments,
                 quotedExternalMessageId: req.quotedExternalMessageId
               })
             )

@@ -7,6 +7,8 @@ export interface AppConfigShape {
   readonly databaseUrl: Option.Option<Redacted.Redacted>
   readonly dataDir: string
   readonly storageDir: string
+  /** ffmpeg for voice notes: FFMPEG_PATH, else `ffmpeg` on PATH, else the `@ffmpeg-installer/ffmpeg` binary. */
+  readonly ffmpegPath: Option.Option<string>
   readonly appUrl: string
   readonly platformApiKey: Option.Option<Redacted.Redacted>
   readonly signingKey: Option.Option<Redacted.Redacted>
@@ -43,6 +45,8 @@ export interface AppConfigShape {
   readonly telegramApiBase: string
   readonly whatsappApiBase: string
   readonly providerTimeoutMs: number
+  /** Contact photos from linked accounts' picture URLs: private and loopback hosts are refused unless set (tests, closed networks). */
+  readonly photoFetchAllowPrivate: boolean
 }
 
 const config = Config.all({
@@ -52,6 +56,7 @@ const config = Config.all({
   databaseUrl: Config.option(Config.Redacted("DATABASE_URL")),
   dataDir: Config.String("DATA_DIR").pipe(Config.withDefault("./data")),
   storageDir: Config.option(Config.String("STORAGE_DIR")),
+  ffmpegPath: Config.option(Config.String("FFMPEG_PATH")),
   appUrl: Config.String("APP_URL").pipe(Config.withDefault("http://localhost:8080")),
   platformApiKey: Config.option(Config.Redacted("PLATFORM_API_KEY")),
   signingKey: Config.option(Config.Redacted("APP_KEY")),
@@ -80,7 +85,8 @@ const config = Config.all({
   phoneCodeVerifyAttempts: Config.Int("PHONE_CODE_VERIFY_ATTEMPTS").pipe(Config.withDefault(5)),
   telegramApiBase: Config.String("TELEGRAM_API_BASE").pipe(Config.withDefault("https://api.telegram.org")),
   whatsappApiBase: Config.String("WHATSAPP_API_BASE").pipe(Config.withDefault("https://graph.facebook.com/v21.0")),
-  providerTimeoutMs: Config.Int("PROVIDER_TIMEOUT_MS").pipe(Config.withDefault(10_000))
+  providerTimeoutMs: Config.Int("PROVIDER_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
+  photoFetchAllowPrivate: Config.Boolean("PHOTO_FETCH_ALLOW_PRIVATE").pipe(Config.withDefault(false))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {

@@ -43,13 +43,21 @@ export const keyInFlight = () => new Conflict({ message: "A request with this id
 
 /**
  * Replays of creating requests (`idempotency_keys`). A key is written only together with what it
- * creates, in the caller's transaction (`claim`), so a refused or invalid request never burns it.
+ * creates, in the same statement (`claiming`), so a refused or invalid request never burns it.
  * Rows live 24 hours; older ones count as absent and are swept.
  */
 export class Idempotency extends Context.Service<Idempotency, {
   lookup(scope: IdempotencyScope, hash: string): Effect.Effect<Recorded>
-  /** Inside the caller's transaction; false when a live row for the scope already exists. */
-  claim(companyId: number, scope: IdempotencyScope, hash: string, ref: unknown): Effect.Effect<boolean>
+  /**
+   * The claim as a companion write of the statement that creates what the key answers: `writes` is
+   * a CTE named `key_claim`, `passed` the condition that it took the key (false when a live row
+   * for the scope already exists), to make the creating write conditional on. `ref` is a jsonb
+   * SQL expression, e.g. built from the id the statement allocates.
+   */
+  claiming(companyId: number, scope: IdempotencyScope, hash: string, ref: Statement.Fragment): {
+    readonly writes: Statement.Fragment
+    readonly passed: Statement.Fragment
+  }
   complete(scope: IdempotencyScope, status: number, body: unknown): Effect.Effect<void>
   /** `complete` as a companion write (a CTE named `key_done`) for a statement that also writes what the key answers. */
   completion(scope: IdempotencyScope, status: number, body: unknown): Statement.Fragment
@@ -82,10 +90,10 @@ export class Idempotency extends Context.Service<Idempotency, {
           Effect.orDie
         )
 
-      const claim = (companyId: number, scope: IdempotencyScope, hash: string, ref: unknown) =>
-        sql`
+      const claiming = (companyId: number, scope: IdempotencyScope, hash: string, ref: Statement.Fragment) => ({
+        writes: sql`key_claim AS (
           INSERT INTO idempotency_keys (company_id, user_id, endpoint, key, request_hash, state, response_body)
-          VALUES (${companyId}, ${scope.userId}, ${scope.endpoint}, ${scope.key}, ${hash}, 'pending', ${JSON.stringify(ref)}::jsonb)
+          VALUES (${companyId}, ${scope.userId}, ${scope.endpoint}, ${scope.key}, ${hash}, 'pending', ${ref})
           ON CONFLICT (user_id, endpoint, key) DO UPDATE SET
             company_id = EXCLUDED.company_id,
             request_hash = EXCLUDED.request_hash,
@@ -94,7 +102,10 @@ export class Idempotency extends Context.Service<Idempotency, {
             response_body = EXCLUDED.response_body,
             created_at = now()
           WHERE idempotency_keys.created_at <= now() - ${ttl}::interval
-          RETURNING 1 AS claimed`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+          RETURNING 1 AS claimed
+        )`,
+        passed: sql`EXISTS (SELECT 1 FROM key_claim)`
+      })
 
       const completion = (scope: IdempotencyScope, status: number, body: unknown) =>
         sql`key_done AS (
@@ -113,7 +124,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         )
       )
 
-      return Idempotency.of({ lookup, claim, complete, completion })
+      return Idempotency.of({ lookup, claiming, complete, completion })
     })
   )
 }

@@ -1,5 +1,26 @@
 import { FakeHttp, type FakeAnswer, type FakeRequest, type Injected } from "./FakeHttp.ts"
 
+/** A sticker as getStickerSet describes it (https://core.telegram.org/bots/api#sticker). */
+export interface FakeSticker {
+  readonly file_id: string
+  readonly file_unique_id: string
+  readonly type: "regular" | "mask" | "custom_emoji"
+  readonly width: number
+  readonly height: number
+  readonly is_animated: boolean
+  readonly is_video: boolean
+  readonly emoji?: string
+  readonly set_name?: string
+  readonly file_size?: number
+}
+
+export interface FakeStickerSet {
+  readonly name: string
+  readonly title: string
+  readonly sticker_type: "regular" | "mask" | "custom_emoji"
+  readonly stickers: ReadonlyArray<FakeSticker>
+}
+
 /**
  * The slice of the Telegram Bot API (https://core.telegram.org/bots/api) our adapter uses:
  * `POST /bot<token>/<method>` with JSON or multipart, answers `{ok, result}` or
@@ -11,6 +32,8 @@ export class TelegramFake {
   readonly webhooks = new Map<string, { url: string; secret_token: string | undefined }>()
   /** Files getFile knows: file_id -> path and bytes. */
   readonly files = new Map<string, { path: string; bytes: Uint8Array; contentType: string }>()
+  /** Sets getStickerSet knows, by name (add their files to `files`). */
+  readonly stickerSets = new Map<string, FakeStickerSet>()
   private readonly messages = new Map<string, { text: string | null }>()
   private nextId = 100
 
@@ -122,6 +145,10 @@ export class TelegramFake {
       case "setMessageReaction":
         if (!Array.isArray(b.reaction)) return this.error(400, "Bad Request: reaction must be an array")
         return this.ok(true)
+      case "getStickerSet": {
+        const set = typeof b.name === "string" ? this.stickerSets.get(b.name) : undefined
+        return set === undefined ? this.error(400, "Bad Request: STICKERSET_INVALID") : this.ok(set)
+      }
       case "getFile": {
         const found = this.files.get(String(b.file_id))
         if (found === undefined) return this.error(400, "Bad Request: invalid file_id")

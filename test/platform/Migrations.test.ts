@@ -1,12 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/platform/Config.ts"
 import { migrate } from "../../src/platform/Migrations.ts"
 import { SqlLayer } from "../../src/platform/Sql.ts"
 
 // Its own in-memory PGlite, so the bookkeeping table starts empty whatever DATABASE_URL says.
-const FreshDatabase = SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ dataDir: "memory://" })))
+const FreshDatabase = SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ dataDir: "memory://", databaseUrl: Option.none() })))
 
 const table = (name: string) =>
   Effect.gen(function*() {
