@@ -9,6 +9,8 @@ import _0012_stickers from "./0012_stickers.ts"
 import _0011_media from "./0011_media.ts"
 import _0010_contacts from "./0010_contacts.ts"
 import _0013_message_quotes from "./0013_message_quotes.ts"
+import _0014_call_permissions from "./0014_call_permissions.ts"
+import _0015_user_photos from "./0015_user_photos.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -22,5 +24,7 @@ export const migrations = {
   "0010_contacts": _0010_contacts,
   "0011_media": _0011_media,
   "0012_stickers": _0012_stickers,
-  "0013_message_quotes": _0013_message_quotes
+  "0013_message_quotes": _0013_message_quotes,
+  "0014_call_permissions": _0014_call_permissions,
+  "0015_user_photos": _0015_user_photos
 }

@@ -19,6 +19,7 @@ import { PlatformApi } from "./platform-admin/Api.ts"
 import { BroadcastingApi } from "./realtime/Api.ts"
 import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
 import { TeamsApi } from "./teams/Api.ts"
+import { UserPhotosApi } from "./users/Api.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
@@ -45,6 +46,7 @@ export class Api extends HttpApi.make("crm")
   .add(SearchApi)
   .add(StickersApi)
   .add(StickerFilesApi)
+  .add(UserPhotosApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

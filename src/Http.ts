@@ -46,6 +46,8 @@ import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { Telephony } from "./telephony/Telephony.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { Teams } from "./teams/Teams.ts"
+import { UserPhotosHttp } from "./users/Http.ts"
+import { UserPhotos } from "./users/Photos.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -64,10 +66,10 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp).pipe(
+const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
   Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
-  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, Tags.layer]),
+  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, Tags.layer, UserPhotos.layer]),
   Layer.provide(Media.layer),
   Layer.provide(StickerImports.layer.pipe(Layer.provideMerge(Stickers.layer))),
   Layer.provide(AuthRepo.layer)

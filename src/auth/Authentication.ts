@@ -26,7 +26,8 @@ const accountOf = (row: CredentialRow): Account => ({
   locale: row.locale,
   availability: row.availability,
   is_service_account: row.is_service_account,
-  current_company_id: row.current_company_id
+  current_company_id: row.current_company_id,
+  photo_version: row.photo_version
 })
 
 const companyOf = (row: CredentialRow): Actor["company"] =>

@@ -24,6 +24,8 @@ export interface Account {
   readonly availability: string
   readonly is_service_account: boolean
   readonly current_company_id: number | null
+  /** The photo's version (what the signed photo link carries), null without a photo. */
+  readonly photo_version: number | null
 }
 
 export interface Actor {

@@ -36,7 +36,8 @@ export class AuthRepo extends Context.Service<AuthRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const account = sql`u.id, u.id AS user_id, u.name, u.lastname, u.email, u.email_verified_at, u.phone, u.phone_verified,
-        u.timezone, u.locale, u.availability, u.is_service_account, u.current_company_id`
+        u.timezone, u.locale, u.availability, u.is_service_account, u.current_company_id,
+        CASE WHEN u.photo_path IS NULL THEN NULL ELSE u.photo_version END AS photo_version`
       // A service token is bound to its own company; a person's credential follows current_company_id.
       const findToken = (tokenId: number) =>
         sql<TokenRow>`

@@ -6,6 +6,8 @@ import {
   Channel,
   ChannelId,
   CreateChannel,
+  SandboxCallPermission,
+  SandboxCallPermissionResult,
   SandboxInbound,
   SandboxInboundResult,
   SandboxStatus,
@@ -61,12 +63,21 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
       payload: SandboxStatus,
       success: Message,
       error: [...AuthErrors, NotFound, Unprocessable]
-    })
+    }),
+    HttpApiEndpoint.post("sandboxCallPermission", "/v1/channels/:id/sandbox/call-permission", {
+      params: ChannelParams,
+      payload: SandboxCallPermission,
+      success: Schema.Struct({ data: SandboxCallPermissionResult }),
+      error: [...AuthErrors, NotFound, Unprocessable]
+    }).annotateMerge(OpenApi.annotations({
+      description: "The contact with the account `from.external_id` answers a call-permission request (msgr_a_business sandbox " +
+        "channels), as the provider's `call_permission_reply` would; answers the contact's permission afterwards."
+    }))
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({
     title: "Channels",
     description: "Messaging channels of the company. Credentials are write-only and stored encrypted. " +
-      "Sandbox channels accept simulated inbound messages and delivery statuses."
+      "Sandbox channels accept simulated inbound messages, delivery statuses and call-permission answers."
   }))
 {}

@@ -134,6 +134,24 @@ export const SandboxStatus = Schema.Struct({
 })
 export type SandboxStatus = typeof SandboxStatus.Type
 
+/** A simulated answer of the contact `from` to a call-permission request (the provider's `call_permission_reply`). */
+export const SandboxCallPermission = Schema.Struct({
+  from: Schema.Struct({ external_id: ExternalId("from.external_id") }),
+  response: Schema.Literals(["accept", "reject"]),
+  /** An acceptance without an end (otherwise it lasts 7 days). */
+  permanent: Schema.optional(Schema.Boolean),
+  /** The provider message id of the request being answered; default: the contact's newest open request. */
+  request_message_id: Schema.optional(Schema.NullOr(ExternalId("request_message_id")))
+})
+export type SandboxCallPermission = typeof SandboxCallPermission.Type
+
+export const SandboxCallPermissionResult = Schema.Struct({
+  contact_id: Schema.Int,
+  channel_id: Schema.Int,
+  permission_status: Schema.String,
+  permission_expires_at: Schema.NullOr(Schema.Int)
+})
+
 export const SandboxInboundResult = Schema.Struct({
   message_id: Schema.Int,
   conversation_id: Schema.Int,

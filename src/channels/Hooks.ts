@@ -1,5 +1,6 @@
 import { Context, Data, DateTime, Effect, Layer, Option, Schema } from "effect"
 import type { CurrentActor } from "../auth/Domain.ts"
+import { type CallPermissionRecorded, ContactEligibility } from "../contacts/Eligibility.ts"
 import { Inbound } from "../messages/Inbound.ts"
 import { randomToken, safeEqualString } from "../platform/Crypto.ts"
 import {
@@ -11,8 +12,8 @@ import {
   Unprocessable
 } from "../platform/Errors.ts"
 import { channelNotFound, Channels } from "./Channels.ts"
-import type { SandboxInbound, SandboxStatus } from "./Domain.ts"
-import type { ChannelContext, InboundMessage } from "./Provider.ts"
+import type { SandboxCallPermission, SandboxInbound, SandboxStatus } from "./Domain.ts"
+import { type ChannelContext, channelRules, type InboundMessage } from "./Provider.ts"
 import { normalizeUpdate, TelegramUpdate } from "./Telegram.ts"
 import { normalizeWebhook, validSignature, WhatsAppWebhook } from "./WhatsAppCloud.ts"
 
@@ -42,12 +43,14 @@ export class Hooks extends Context.Service<Hooks, {
   whatsapp(channelId: number, signature: string | undefined, body: Uint8Array): Effect.Effect<void, Unauthenticated | NotFound | Unprocessable | MalformedBody>
   sandboxInbound(channelId: number, input: SandboxInbound): Effect.Effect<Received, Forbidden | NotFound | Unprocessable, CurrentActor>
   sandboxStatus(channelId: number, input: SandboxStatus): Effect.Effect<void, Forbidden | NotFound | Unprocessable, CurrentActor>
+  sandboxCallPermission(channelId: number, input: SandboxCallPermission): Effect.Effect<CallPermissionRecorded, Forbidden | NotFound | Unprocessable, CurrentActor>
 }>()("crm/channels/Hooks") {
   static readonly layer = Layer.effect(
     Hooks,
     Effect.gen(function*() {
       const channels = yield* Channels
       const inbound = yield* Inbound
+      const eligibility = yield* ContactEligibility
 
       const hookChannel = (channelId: number, provider: "telegram" | "whatsapp_cloud") =>
         Effect.flatMap(channels.forHook(channelId, provider), (found) =>
@@ -82,9 +85,10 @@ export class Hooks extends Context.Service<Hooks, {
         const payload = yield* Effect.flatMap(parseJson(body), (json) => decodeWhatsApp(json).pipe(Effect.catch(unreadable("WhatsApp notification"))))
         if (payload.object !== "whatsapp_business_account") return
         const now = new Date(DateTime.toEpochMillis(yield* DateTime.now))
-        const { messages, statuses } = normalizeWebhook(payload, channel.credentials.phone_number_id ?? "", now)
+        const { messages, statuses, callPermissionReplies } = normalizeWebhook(payload, channel.credentials.phone_number_id ?? "", now)
         for (const message of messages) yield* inbound.receive(channel, message)
         for (const status of statuses) yield* inbound.status(channel, status)
+        for (const reply of callPermissionReplies) yield* eligibility.recordReply(channel, reply)
       })
 
       const sandboxChannel = Effect.fnUntraced(function*(channelId: number) {
@@ -127,7 +131,27 @@ export class Hooks extends Context.Service<Hooks, {
         yield* inbound.status(channel, { externalMessageId: input.external_message_id, status: input.status, error: input.error ?? null })
       })
 
-      return Hooks.of({ telegram, whatsappVerify, whatsapp, sandboxInbound, sandboxStatus })
+      const sandboxCallPermission = Effect.fn("Hooks.sandboxCallPermission")(function*(channelId: number, input: SandboxCallPermission) {
+        const channel = yield* sandboxChannel(channelId)
+        if (!channelRules[channel.type].callPermission) {
+          return yield* ruleViolation("call_permission_not_required", `A ${channel.type} channel does not take call-permission requests.`)
+        }
+        const recorded = yield* eligibility.recordReply(channel, {
+          from: input.from.external_id,
+          response: input.response,
+          permanent: input.response === "accept" && input.permanent === true,
+          expiresAt: null,
+          requestMessageId: input.request_message_id ?? null,
+          externalMessageId: `sbx_in_${randomToken(24)}`,
+          source: "user_action"
+        })
+        if (Option.isNone(recorded)) {
+          return yield* invalidField("from.external_id", `No contact has the ${channel.type} account ${input.from.external_id}.`)
+        }
+        return recorded.value
+      })
+
+      return Hooks.of({ telegram, whatsappVerify, whatsapp, sandboxInbound, sandboxStatus, sandboxCallPermission })
     })
   )
 }

@@ -21,6 +21,8 @@ export const ChannelsHttp = HttpApiBuilder.group(Api, "channels", Effect.fn(func
     .handle("registerWebhook", ({ params }) => Effect.map(channels.registerWebhook(params.id), (data) => ({ data })))
     .handle("sandboxInbound", ({ params, payload }) => Effect.map(hooks.sandboxInbound(params.id, payload), (data) => ({ data })))
     .handle("sandboxStatus", ({ params, payload }) => Effect.as(hooks.sandboxStatus(params.id, payload), statusRecorded))
+    .handle("sandboxCallPermission", ({ params, payload }) =>
+      Effect.map(hooks.sandboxCallPermission(params.id, payload), (data) => ({ data })))
 }))
 
 // Webhook bodies are read raw: the WhatsApp signature covers the exact bytes sent.

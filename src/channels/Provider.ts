@@ -16,13 +16,15 @@ export interface ChannelRules {
   readonly likes: boolean
   /** The provider can block a user (contact block propagation). */
   readonly providerBlock: boolean
+  /** Calls over the channel need the user's permission, asked for with a call-permission request. */
+  readonly callPermission: boolean
 }
 
 export const channelRules: Record<ChannelType, ChannelRules> = {
-  msgr_a: { customerWindowHours: null, revoke: true, revokeWindowSeconds: 48 * 3600, editWindowSeconds: 15 * 60, likes: false, providerBlock: true },
-  msgr_a_business: { customerWindowHours: 24, revoke: false, revokeWindowSeconds: null, editWindowSeconds: 15 * 60, likes: false, providerBlock: true },
-  msgr_b: { customerWindowHours: null, revoke: true, revokeWindowSeconds: 48 * 3600, editWindowSeconds: 48 * 3600, likes: false, providerBlock: false },
-  msgr_c_business: { customerWindowHours: 24 * 7, revoke: true, revokeWindowSeconds: 24 * 3600, editWindowSeconds: null, likes: true, providerBlock: false }
+  msgr_a: { customerWindowHours: null, revoke: true, revokeWindowSeconds: 48 * 3600, editWindowSeconds: 15 * 60, likes: false, providerBlock: true, callPermission: false },
+  msgr_a_business: { customerWindowHours: 24, revoke: false, revokeWindowSeconds: null, editWindowSeconds: 15 * 60, likes: false, providerBlock: true, callPermission: true },
+  msgr_b: { customerWindowHours: null, revoke: true, revokeWindowSeconds: 48 * 3600, editWindowSeconds: 48 * 3600, likes: false, providerBlock: false, callPermission: false },
+  msgr_c_business: { customerWindowHours: 24 * 7, revoke: true, revokeWindowSeconds: 24 * 3600, editWindowSeconds: null, likes: true, providerBlock: false, callPermission: false }
 }
 
 /** The channel as an adapter sees it: decrypted credentials, never exposed over the API. */
@@ -79,6 +81,11 @@ export interface ProviderAdapter {
   unblock(channel: ChannelContext, externalUserId: string): Effect.Effect<void, ProviderError>
   /** Bytes of an inbound media item (attachment fetch). */
   download(channel: ChannelContext, providerMediaRef: string): Effect.Effect<{ readonly bytes: Uint8Array; readonly mimeType: string | null }, ProviderError>
+  /**
+   * Asks the user for permission to call them (`body` explains why); the answer comes back
+   * later as a `CallPermissionReply`. Types without `channelRules.callPermission` refuse it.
+   */
+  requestCallPermission(channel: ChannelContext, recipient: string, body: string): Effect.Effect<{ readonly externalMessageId: string }, ProviderError>
 }
 
 /** Picks the adapter for a channel's `provider`. */
@@ -122,4 +129,20 @@ export interface InboundStatus {
   readonly externalMessageId: string
   readonly status: "sent" | "delivered" | "read" | "failed"
   readonly error: string | null
+}
+
+/** The user's answer to a call-permission request (or one given unasked, e.g. from the business profile). */
+export interface CallPermissionReply {
+  /** The user's provider id (a contact account's external_id). */
+  readonly from: string
+  readonly response: "accept" | "reject"
+  /** An acceptance without an end; otherwise it lasts until `expiresAt`. */
+  readonly permanent: boolean
+  readonly expiresAt: Date | null
+  /** The provider's id of the request message being answered, when the provider says. */
+  readonly requestMessageId: string | null
+  /** The provider's id of the answer itself (redeliveries carry the same one). */
+  readonly externalMessageId: string | null
+  /** `user_action`, or `automatic` (granted by calling the business). */
+  readonly source: string | null
 }

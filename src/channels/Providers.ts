@@ -19,7 +19,8 @@ const whenConnected = (adapter: ProviderAdapter): ProviderAdapter => {
     like: guard(adapter.like),
     block: guard(adapter.block),
     unblock: guard(adapter.unblock),
-    download: guard(adapter.download)
+    download: guard(adapter.download),
+    requestCallPermission: guard(adapter.requestCallPermission)
   }
 }
 

@@ -5,7 +5,7 @@ import { type ChannelContext, channelRules, ProviderError, type ProviderAdapter 
 
 export interface SandboxCall {
   readonly channelId: number
-  readonly operation: "send" | "edit" | "revoke" | "react" | "like" | "block" | "unblock" | "download"
+  readonly operation: "send" | "edit" | "revoke" | "react" | "like" | "block" | "unblock" | "download" | "call_permission_request"
   readonly args: Record<string, unknown>
   /** `ok`, or the `ProviderError` code the call failed with. */
   readonly outcome: string
@@ -55,9 +55,10 @@ const dataUrl = /^data:([^;,]+)?(;base64)?,(.*)$/s
 
 /**
  * A simulated messenger for any channel type, honouring `channelRules`: revoke, edit,
- * likes and provider blocks only where the type has them, and on types with a customer
- * window (msgr_a_business) free-form sends and blocks only to recipients who wrote
- * within it. `settings.sandbox_fail` or status `disconnected` makes every call fail.
+ * likes, provider blocks and call-permission requests only where the type has them, and on
+ * types with a customer window (msgr_a_business) free-form sends, blocks and call-permission
+ * requests only to recipients who wrote within it. `settings.sandbox_fail` or status
+ * `disconnected` makes every call fail.
  */
 export const makeSandbox = Effect.gen(function*() {
   const log = yield* SandboxLog
@@ -165,6 +166,15 @@ export const makeSandbox = Effect.gen(function*() {
             : Buffer.from(decodeURIComponent(match[3]), "utf8")
           return { bytes: new Uint8Array(bytes), mimeType: match[1] ?? null }
         })
+      ),
+    requestCallPermission: (channel, recipient, body) =>
+      call(
+        channel,
+        "call_permission_request",
+        { recipient, body },
+        channelRules[channel.type].callPermission
+          ? Effect.map(requireWindow(channel, recipient), () => ({ externalMessageId: `sbx_${randomToken(24)}` }))
+          : Effect.fail(unsupported("call-permission requests"))
       )
   }
   return adapter

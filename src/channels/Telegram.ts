@@ -362,7 +362,8 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         like: () => Effect.fail(notSupported("Telegram has no likes.")),
         block: () => Effect.fail(bots()),
         unblock: () => Effect.fail(bots()),
-        download
+        download,
+        requestCallPermission: () => Effect.fail(notSupported("Telegram bots cannot place calls."))
       }
       return TelegramApi.of({ adapter, registerWebhook, getStickerSet })
     })

@@ -4,6 +4,7 @@ import { createHmac } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqual } from "../platform/Crypto.ts"
 import type {
+  CallPermissionReply,
   ChannelContext,
   InboundMessage,
   InboundStatus,
@@ -59,7 +60,16 @@ const WaMessage = Schema.Struct({
   sticker: Schema.optional(Media),
   reaction: Schema.optional(Schema.Struct({ message_id: Schema.String, emoji: Schema.optional(Schema.String) })),
   context: Schema.optional(Schema.Struct({ id: Schema.optional(Schema.String) })),
-  referral: Schema.optional(WaReferral)
+  referral: Schema.optional(WaReferral),
+  interactive: Schema.optional(Schema.Struct({
+    type: Schema.optional(Schema.String),
+    call_permission_reply: Schema.optional(Schema.Struct({
+      response: Schema.optional(Schema.String),
+      is_permanent: Schema.optional(Schema.Boolean),
+      expiration_timestamp: Schema.optional(Schema.Union([Schema.Number, Schema.String])),
+      response_source: Schema.optional(Schema.String)
+    }))
+  }))
 })
 type WaMessage = typeof WaMessage.Type
 const WaStatus = Schema.Struct({
@@ -153,15 +163,33 @@ const messageOf = (m: WaMessage, names: ReadonlyMap<string, string>, now: Date):
   }
 }
 
+/** The user's answer in an `interactive` message of type `call_permission_reply`; null when it has none. */
+const callPermissionReplyOf = (m: WaMessage): CallPermissionReply | null => {
+  const reply = m.interactive?.call_permission_reply
+  if (reply === undefined || (reply.response !== "accept" && reply.response !== "reject")) return null
+  const expires = reply.expiration_timestamp === undefined ? Number.NaN : Number(reply.expiration_timestamp)
+  return {
+    from: m.from,
+    response: reply.response,
+    permanent: reply.response === "accept" && reply.is_permanent === true,
+    expiresAt: Number.isFinite(expires) && expires > 0 ? new Date(expires * 1000) : null,
+    requestMessageId: m.context?.id ?? null,
+    externalMessageId: m.id,
+    source: reply.response_source ?? null
+  }
+}
+
 const statusValues = new Set(["sent", "delivered", "read", "failed"])
 
 /**
- * Messages and statuses of one webhook delivery. A Meta app posts every number's traffic
- * to its one webhook URL, so changes for another phone number id are skipped.
+ * Messages, statuses and call-permission answers of one webhook delivery. A Meta app posts
+ * every number's traffic to its one webhook URL, so changes for another phone number id are
+ * skipped.
  */
 export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string, now: Date) => {
   const messages: Array<InboundMessage> = []
   const statuses: Array<InboundStatus> = []
+  const callPermissionReplies: Array<CallPermissionReply> = []
   for (const entry of payload.entry) {
     for (const change of entry.changes) {
       const value = change.value
@@ -169,7 +197,15 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
       const target = value.metadata?.phone_number_id
       if (target !== undefined && target !== phoneNumberId) continue
       const names = new Map((value.contacts ?? []).flatMap((c) => (c.profile?.name ? [[c.wa_id, c.profile.name] as const] : [])))
-      for (const m of value.messages ?? []) messages.push(messageOf(m, names, now))
+      for (const m of value.messages ?? []) {
+        // A permission answer is a state change of the contact, not a message of the conversation.
+        if (m.interactive?.type === "call_permission_reply") {
+          const reply = callPermissionReplyOf(m)
+          if (reply !== null) callPermissionReplies.push(reply)
+        } else {
+          messages.push(messageOf(m, names, now))
+        }
+      }
       for (const s of value.statuses ?? []) {
         if (!statusValues.has(s.status)) continue
         const e = s.errors?.[0]
@@ -181,7 +217,7 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
       }
     }
   }
-  return { messages, statuses }
+  return { messages, statuses, callPermissionReplies }
 }
 
 // ---------------------------------------------------------------------------
@@ -390,6 +426,24 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         return { bytes: answer.bytes, mimeType: info.mime_type ?? contentTypeOf(answer, null) }
       })
 
+      // Business Calling's free-form request: an interactive message the user answers with
+      // accept or reject (the `call_permission_reply` webhook).
+      const requestCallPermission = Effect.fnUntraced(function*(channel: ChannelContext, recipient: string, body: string) {
+        const account = yield* accountOf(channel)
+        const externalMessageId = yield* postMessage(account, {
+          messaging_product: "whatsapp",
+          recipient_type: "individual",
+          to: recipient,
+          type: "interactive",
+          interactive: {
+            type: "call_permission_request",
+            action: { name: "call_permission_request" },
+            body: { text: body }
+          }
+        })
+        return { externalMessageId }
+      })
+
       const adapter: ProviderAdapter = {
         send,
         edit: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot edit sent messages.")),
@@ -398,7 +452,8 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         like: () => Effect.fail(notSupported("WhatsApp has no likes.")),
         block: blockList("POST"),
         unblock: blockList("DELETE"),
-        download
+        download,
+        requestCallPermission
       }
       return WhatsAppCloudApi.of({ adapter })
     })

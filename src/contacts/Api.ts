@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
-import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
+import { AuthErrors, BadGateway, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { Paged } from "../platform/Pagination.ts"
 import {
   BlockContact,
@@ -161,10 +161,13 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       params: Params,
       payload: CallPermissionRequest,
       success: Schema.Struct({ data: Schema.Struct({ eligibility: Eligibility }) }),
-      error: [...AuthErrors, NotFound, Unprocessable, CallPermissionLimit]
+      error: [...AuthErrors, NotFound, Unprocessable, CallPermissionLimit, BadGateway]
     }).annotateMerge(OpenApi.annotations({
-      description: "Only when the company has telephony (404 otherwise); msgr_a_business channels. One request a day and two " +
-        "a week per contact and channel; beyond that 429 `{data:{message, eligibility}}` with `request_cooldown_until`."
+      description: "Only when the company has telephony (404 otherwise); msgr_a_business channels. Sends the provider's " +
+        "call-permission request (an interactive message, so only inside the 24-hour window: 422 `wa_window_closed`); the " +
+        "contact's answer arrives through the provider webhook (sandbox: `POST /v1/channels/{id}/sandbox/call-permission`). " +
+        "One request a day and two a week per contact and channel; beyond that 429 `{data:{message, eligibility}}` with " +
+        "`request_cooldown_until`. A provider failure is 502 `{message}` and does not count as an attempt."
     }))
   )
   .middleware(Authentication)

@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { ContactBlocking } from "./Blocking.ts"
 import { Contacts } from "./Contacts.ts"
-import { SignedUrls } from "../media/SignedUrls.ts"
+import { signedCompany, SignedUrls } from "../media/SignedUrls.ts"
 import { notFound } from "../platform/Errors.ts"
 import { ContactEligibility } from "./Eligibility.ts"
 import { ContactPhotos } from "./Photos.ts"
@@ -57,16 +57,13 @@ export const ContactsHttp = HttpApiBuilder.group(Api, "contacts", Effect.fn(func
       Effect.map(eligibility.requestCallPermission(params.contact, payload.channel_id), (data) => ({ data: { eligibility: data } })))
 }))
 
-const companyOf = (value: string | undefined) =>
-  Option.filter(Option.fromNullishOr(value), (c) => /^[1-9]\d{0,15}$/.test(c)).pipe(Option.map(Number))
-
 export const ContactPhotosHttp = HttpApiBuilder.group(Api, "contactPhotos", Effect.fn(function*(handlers) {
   const photos = yield* ContactPhotos
   const signed = yield* SignedUrls
   return handlers.handle("photo", ({ params, query }) =>
     Effect.gen(function*() {
       yield* signed.authorize
-      const company = companyOf(query.c)
+      const company = signedCompany(query.c)
       if (Option.isNone(company)) return yield* notFound("Contact not found.")
       return yield* photos.serve(company.value, params.contact)
     }))

@@ -75,13 +75,32 @@ export interface BlockTarget {
 export interface ChannelRef {
   readonly id: number
   readonly type: ChannelType
-  readonly status: "connected" | "disconnected"
+  readonly provider: ChannelContext["provider"]
+  readonly status: ChannelContext["status"]
+  readonly credentials: Uint8Array | null
+  readonly settings: Record<string, unknown>
 }
 
+/**
+ * A call-permission request (`origin: request`; `sending` while the provider call is under way)
+ * or an answer nobody asked for (`origin: reply`, `requested_at` = the answer's time).
+ */
 export interface PermissionRequestRow {
-  readonly status: "pending" | "granted" | "rejected"
+  readonly id: number
+  readonly status: "sending" | "pending" | "granted" | "rejected"
+  readonly origin: "request" | "reply"
+  readonly permanent: boolean
   readonly requested_at: Date
+  readonly answered_at: Date | null
   readonly expires_at: Date | null
+}
+
+export interface PermissionAnswer {
+  readonly status: "granted" | "rejected"
+  readonly answeredAt: Date
+  readonly expiresAt: Date | null
+  readonly permanent: boolean
+  readonly answerMessageId: string | null
 }
 
 export interface ResolveKeys {
@@ -139,8 +158,23 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
   channel(companyId: number, channelId: number): Effect.Effect<Option.Option<ChannelRef>>
   lastInbound(companyId: number, contactId: number, channelId: number): Effect.Effect<{ readonly threads: number; readonly at: Date | null }>
   accountTypes(companyId: number, contactId: number): Effect.Effect<ReadonlySet<string>>
+  /** Requests made or answered since `since`, and grants still running; newest request first. */
   permissionRequests(companyId: number, contactId: number, channelId: number, since: Date): Effect.Effect<ReadonlyArray<PermissionRequestRow>>
-  addPermissionRequest(companyId: number, contactId: number, channelId: number, userId: number, at: Date): Effect.Effect<void>
+  /** A `sending` request: it counts against the limits while the provider is asked. */
+  reservePermissionRequest(companyId: number, contactId: number, channelId: number, userId: number | null, at: Date): Effect.Effect<number>
+  /** The provider took the request: `pending` (unless an answer already arrived), with the provider's message id. */
+  confirmPermissionRequest(companyId: number, id: number, externalMessageId: string): Effect.Effect<void>
+  /** The provider refused the request: it did not happen. */
+  dropPermissionRequest(companyId: number, id: number): Effect.Effect<void>
+  /** Where a message to the contact on the channel goes: its one-to-one thread that heard from it last. */
+  callRecipient(companyId: number, contactId: number, channelId: number): Effect.Effect<Option.Option<string>>
+  /** The live contact holding the provider account `externalId` of this channel type. */
+  accountContact(companyId: number, channelType: ChannelType, externalId: string): Effect.Effect<Option.Option<number>>
+  answerSeen(companyId: number, channelId: number, answerMessageId: string): Effect.Effect<boolean>
+  /** The request an answer belongs to: the one with the provider message id it names, else the newest still open since `since`. */
+  requestForAnswer(companyId: number, contactId: number, channelId: number, requestMessageId: string | null, since: Date): Effect.Effect<Option.Option<number>>
+  answerPermissionRequest(companyId: number, id: number, answer: PermissionAnswer): Effect.Effect<void>
+  addPermissionAnswer(companyId: number, contactId: number, channelId: number, answer: PermissionAnswer): Effect.Effect<void>
 }>()("crm/contacts/ContactsRepo") {
   static readonly layer = Layer.effect(
     ContactsRepo,
@@ -561,7 +595,8 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
 
       const channel = (companyId: number, channelId: number) =>
         sql<ChannelRef>`
-          SELECT id, type, status FROM channels WHERE company_id = ${companyId} AND id = ${channelId} AND deleted_at IS NULL`.pipe(
+          SELECT id, type, provider, status, credentials, settings
+          FROM channels WHERE company_id = ${companyId} AND id = ${channelId} AND deleted_at IS NULL`.pipe(
           Effect.map((rows) => Option.fromNullishOr(rows[0])),
           Effect.orDie
         )
@@ -584,14 +619,80 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
 
       const permissionRequests = (companyId: number, contactId: number, channelId: number, since: Date) =>
         sql<PermissionRequestRow>`
-          SELECT status, requested_at, expires_at FROM call_permission_requests
-          WHERE company_id = ${companyId} AND contact_id = ${contactId} AND channel_id = ${channelId} AND requested_at > ${since}
+          SELECT id, status, origin, permanent, requested_at, answered_at, expires_at FROM call_permission_requests
+          WHERE company_id = ${companyId} AND contact_id = ${contactId} AND channel_id = ${channelId}
+            AND (requested_at > ${since} OR answered_at > ${since}
+              OR (status = 'granted' AND (permanent OR expires_at > ${since})))
           ORDER BY requested_at DESC, id DESC`.pipe(Effect.orDie)
 
-      const addPermissionRequest = (companyId: number, contactId: number, channelId: number, userId: number, at: Date) =>
+      const reservePermissionRequest = (companyId: number, contactId: number, channelId: number, userId: number | null, at: Date) =>
+        sql<{ id: number }>`
+          INSERT INTO call_permission_requests (company_id, contact_id, channel_id, status, requested_by_user_id, requested_at)
+          VALUES (${companyId}, ${contactId}, ${channelId}, 'sending', ${userId}, ${at})
+          RETURNING id`.pipe(Effect.map((rows) => rows[0].id), Effect.orDie)
+
+      const confirmPermissionRequest = (companyId: number, id: number, externalMessageId: string) =>
         sql`
-          INSERT INTO call_permission_requests (company_id, contact_id, channel_id, requested_by_user_id, requested_at)
-          VALUES (${companyId}, ${contactId}, ${channelId}, ${userId}, ${at})`.pipe(Effect.asVoid, Effect.orDie)
+          UPDATE call_permission_requests
+          SET status = CASE WHEN status = 'sending' THEN 'pending' ELSE status END, external_message_id = ${externalMessageId}
+          WHERE company_id = ${companyId} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+
+      const dropPermissionRequest = (companyId: number, id: number) =>
+        sql`DELETE FROM call_permission_requests WHERE company_id = ${companyId} AND id = ${id} AND status = 'sending'`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      const callRecipient = (companyId: number, contactId: number, channelId: number) =>
+        sql<{ recipient: string | null }>`
+          SELECT COALESCE(a.external_id, t.external_thread_id) AS recipient
+          FROM threads t
+          JOIN conversations cv ON cv.id = t.conversation_id AND cv.company_id = ${companyId}
+          LEFT JOIN contact_accounts a ON a.id = t.contact_account_id AND a.company_id = ${companyId}
+          WHERE t.company_id = ${companyId} AND t.channel_id = ${channelId} AND cv.contact_id = ${contactId} AND NOT t.is_group
+            AND COALESCE(a.external_id, t.external_thread_id) IS NOT NULL
+          ORDER BY t.last_inbound_at DESC NULLS LAST, t.id DESC
+          LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0]?.recipient)), Effect.orDie)
+
+      const accountContact = (companyId: number, channelType: ChannelType, externalId: string) =>
+        sql<{ contact_id: number }>`
+          SELECT a.contact_id FROM contact_accounts a
+          JOIN contacts c ON c.id = a.contact_id AND c.company_id = ${companyId} AND c.deleted_at IS NULL
+          WHERE a.company_id = ${companyId} AND a.channel_type = ${channelType} AND a.external_id = ${externalId}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0]?.contact_id)),
+          Effect.orDie
+        )
+
+      const answerSeen = (companyId: number, channelId: number, answerMessageId: string) =>
+        sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM call_permission_requests
+          WHERE company_id = ${companyId} AND channel_id = ${channelId} AND answer_message_id = ${answerMessageId}`.pipe(
+          Effect.map((rows) => rows[0].n > 0),
+          Effect.orDie
+        )
+
+      const requestForAnswer = (companyId: number, contactId: number, channelId: number, requestMessageId: string | null, since: Date) =>
+        sql<{ id: number }>`
+          SELECT id FROM call_permission_requests
+          WHERE company_id = ${companyId} AND contact_id = ${contactId} AND channel_id = ${channelId} AND origin = 'request'
+            AND (${requestMessageId === null ? sql`false` : sql`external_message_id = ${requestMessageId}`}
+              OR (status IN ('sending', 'pending') AND requested_at > ${since}))
+          ORDER BY ${requestMessageId === null ? sql`` : sql`(external_message_id = ${requestMessageId}) DESC,`} requested_at DESC, id DESC
+          LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0]?.id)), Effect.orDie)
+
+      const answerPermissionRequest = (companyId: number, id: number, answer: PermissionAnswer) =>
+        sql`
+          UPDATE call_permission_requests
+          SET status = ${answer.status}, answered_at = ${answer.answeredAt}, expires_at = ${answer.expiresAt},
+              permanent = ${answer.permanent}, answer_message_id = ${answer.answerMessageId}
+          WHERE company_id = ${companyId} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
+
+      const addPermissionAnswer = (companyId: number, contactId: number, channelId: number, answer: PermissionAnswer) =>
+        sql`
+          INSERT INTO call_permission_requests
+            (company_id, contact_id, channel_id, status, origin, permanent, requested_at, answered_at, expires_at, answer_message_id)
+          VALUES (${companyId}, ${contactId}, ${channelId}, ${answer.status}, 'reply', ${answer.permanent}, ${answer.answeredAt},
+            ${answer.answeredAt}, ${answer.expiresAt}, ${answer.answerMessageId})`.pipe(Effect.asVoid, Effect.orDie)
 
       return ContactsRepo.of({
         list,
@@ -619,7 +720,15 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
         lastInbound,
         accountTypes,
         permissionRequests,
-        addPermissionRequest
+        reservePermissionRequest,
+        confirmPermissionRequest,
+        dropPermissionRequest,
+        callRecipient,
+        accountContact,
+        answerSeen,
+        requestForAnswer,
+        answerPermissionRequest,
+        addPermissionAnswer
       })
     })
   )

@@ -23,6 +23,13 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("contact.opted_out", "Contact opted out", "contacts", "contact", "A contact opted out of broadcasts."),
   entry("contact.opted_in", "Contact opted in", "contacts", "contact", "A contact opted back in to broadcasts."),
   entry(
+    "contact.call_permission.updated",
+    "Call permission changed",
+    "contacts",
+    "contact",
+    "A call-permission request went out, or the contact granted or refused calls on a channel."
+  ),
+  entry(
     "sticker.pack.import.finished",
     "Sticker set import finished",
     "stickers",

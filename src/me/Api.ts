@@ -27,7 +27,9 @@ export class MeApi extends HttpApiGroup.make("me")
       success: ProfileBody,
       error: [...AuthErrors, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
-      description: "Partial update of name, lastname, phone (E.164; null or \"\" removes it), timezone (IANA) and locale. A changed phone clears phone_verified."
+      description: "Partial update of name, lastname, phone (E.164; null or \"\" removes it), timezone (IANA), locale and " +
+        "photo_media_id (an image from `POST /v1/uploads` in the active company; null removes the photo). " +
+        "A changed phone clears phone_verified."
     })),
     HttpApiEndpoint.post("changePassword", "/v1/me/password", {
       payload: ChangePassword,

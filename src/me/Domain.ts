@@ -14,7 +14,9 @@ export const Profile = Schema.Struct({
   is_service_account: Schema.Boolean,
   current_company_id: Schema.NullOr(Schema.Int),
   roles: Schema.Array(Schema.String),
-  permissions: Schema.Array(Schema.String)
+  permissions: Schema.Array(Schema.String),
+  /** Signed link to `GET /v1/users/{id}/photo` made for the active company; null without a photo or an active company. */
+  photo_url: Schema.NullOr(Schema.String)
 })
 export type Profile = typeof Profile.Type
 
@@ -23,7 +25,7 @@ export const E164 = /^\+[1-9]\d{6,14}$/
 const Text = (field: string, max: number) =>
   Schema.String.check(Schema.isMaxLength(max, { message: `The ${field} field must not be greater than ${max} characters.` }))
 
-/** POST /v1/me: every field optional; `phone` null (or "") removes the number. */
+/** POST /v1/me: every field optional; `phone` null (or "") removes the number, `photo_media_id` null the photo. */
 export const UpdateProfile = Schema.Struct({
   name: Schema.optionalKey(Text("name", 255).check(
     Schema.isPattern(/\S/, { message: "The name field must not be empty." })
@@ -35,7 +37,9 @@ export const UpdateProfile = Schema.Struct({
   timezone: Schema.optionalKey(Text("timezone", 64)),
   locale: Schema.optionalKey(Schema.String.check(
     Schema.isPattern(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8}){0,3}$/, { message: "The locale must be a language tag such as en or pt-BR." })
-  ))
+  )),
+  /** An image uploaded first (`POST /v1/uploads`) in the active company; null removes the photo. */
+  photo_media_id: Schema.optionalKey(Schema.NullOr(Schema.Int))
 })
 export type UpdateProfile = typeof UpdateProfile.Type
 

@@ -4,30 +4,22 @@ import { CurrentActor, requirePersonalCredential } from "../auth/Domain.ts"
 import { Passwords } from "../auth/Passwords.ts"
 import { type Role, rolePermissions } from "../auth/Permissions.ts"
 import { Events } from "../events/Events.ts"
+import { MediaRepo } from "../media/Repo.ts"
+import { SignedUrls } from "../media/SignedUrls.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { type Forbidden, forbidden, invalidField, type TooManyRequests, type Unprocessable } from "../platform/Errors.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
+import { userPhotoUrl } from "../users/Links.ts"
 import type { ChangePassword, Profile, UpdateProfile } from "./Domain.ts"
 import { type ProfilePatch, MeRepo, type UserRow } from "./Repo.ts"
 
-const profileFields = ["name", "lastname", "phone", "timezone", "locale"] as const
+const profileFields = ["name", "lastname", "phone", "timezone", "locale", "photo_media_id"] as const
 
 export const settableAvailability = ["online", "away", "offline"] as const
 
-const toProfile = (
-  user: UserRow,
-  company: { readonly id: number; readonly permissions: ReadonlySet<string>; readonly role: Role } | null
-): Profile => {
-  const { email_verified_at, ...rest } = user
-  return {
-    ...rest,
-    email_verified: email_verified_at !== null,
-    // The active company is the one the credential resolved to; a stale current_company_id reads as none.
-    current_company_id: company?.id ?? null,
-    roles: company === null ? [] : [company.role],
-    permissions: company === null ? [] : [...company.permissions]
-  }
-}
+type ActiveCompany = { readonly id: number; readonly permissions: ReadonlySet<string>; readonly role: Role } | null
+
+const photoInvalid = () => invalidField("photo_media_id", "The selected photo media id must be an uploaded image of the company.")
 
 /** IANA zone names only: Intl also takes offsets such as "+05:00", which carry no DST rules. */
 const checkTimezone = (timeZone: string) =>
@@ -55,11 +47,36 @@ export class Me extends Context.Service<Me, {
       const limiter = yield* RateLimiter
       const config = yield* AppConfig
       const passwordRule = { limit: config.loginAttempts, windowSeconds: config.loginWindowSeconds }
+      const media = yield* MediaRepo
+      const signed = yield* SignedUrls
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+      const toProfile = (user: UserRow, company: ActiveCompany): Profile => {
+        const { email_verified_at, photo_version, ...rest } = user
+        return {
+          ...rest,
+          email_verified: email_verified_at !== null,
+          // The active company is the one the credential resolved to; a stale current_company_id reads as none.
+          current_company_id: company?.id ?? null,
+          roles: company === null ? [] : [company.role],
+          permissions: company === null ? [] : [...company.permissions],
+          // The link names a company, and the photo route checks the membership there.
+          photo_url: company === null ? null : userPhotoUrl(signed, company.id, user.id, photo_version)
+        }
+      }
 
       const profile = Effect.gen(function*() {
         const actor = yield* CurrentActor
         return toProfile(actor.account, actor.company)
+      })
+
+      /** `photo_media_id` as the stored photo: null clears, an id must be an image upload of the active company. */
+      const photoOf = Effect.fnUntraced(function*(company: ActiveCompany, mediaId: number | null) {
+        if (mediaId === null) return null
+        if (company === null) return yield* photoInvalid()
+        const found = (yield* media.find(company.id, [mediaId])).get(mediaId)
+        if (found === undefined || found.type !== "image") return yield* photoInvalid()
+        return { path: found.storage_path, mimeType: found.mime_type }
       })
 
       const updateProfile = Effect.fn("Me.updateProfile")(function*(input: UpdateProfile) {
@@ -73,7 +90,8 @@ export class Me extends Context.Service<Me, {
           ...(input.lastname !== undefined ? { lastname: input.lastname } : {}),
           ...(input.phone !== undefined ? { phone: input.phone === "" ? null : input.phone } : {}),
           ...(input.timezone !== undefined ? { timezone: yield* checkTimezone(input.timezone) } : {}),
-          ...(input.locale !== undefined ? { locale: input.locale } : {})
+          ...(input.locale !== undefined ? { locale: input.locale } : {}),
+          ...(input.photo_media_id !== undefined ? { photo: yield* photoOf(actor.company, input.photo_media_id) } : {})
         }
         return toProfile(yield* repo.updateProfile(actor.userId, patch, yield* now), actor.company)
       })
@@ -129,5 +147,5 @@ export class Me extends Context.Service<Me, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide(MeRepo.layer))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([MeRepo.layer, MediaRepo.layer]))
 }

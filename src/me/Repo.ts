@@ -11,6 +11,8 @@ export interface ProfilePatch {
   readonly phone?: string | null
   readonly timezone?: string
   readonly locale?: string
+  /** A stored image of an upload; null removes the photo. */
+  readonly photo?: { readonly path: string; readonly mimeType: string } | null
 }
 
 /**
@@ -21,7 +23,10 @@ export interface ProfilePatch {
  */
 export class MeRepo extends Context.Service<MeRepo, {
   findUser(userId: number): Effect.Effect<UserRow>
-  /** A changed phone clears `phone_verified` in the same statement, so no reader sees a verified new number. */
+  /**
+   * A changed phone clears `phone_verified` in the same statement, so no reader sees a verified new
+   * number; a changed photo bumps its version.
+   */
   updateProfile(userId: number, patch: ProfilePatch, now: Date): Effect.Effect<UserRow>
   findPasswordHash(userId: number): Effect.Effect<string | null>
   /** New hash; every session and mobile token of the user ends except the caller's own one. */
@@ -41,12 +46,14 @@ export class MeRepo extends Context.Service<MeRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const columns = sql`id, name, lastname, email, email_verified_at, phone, phone_verified, timezone, locale,
-                          availability, is_service_account, current_company_id`
+                          availability, is_service_account, current_company_id,
+                          CASE WHEN photo_path IS NULL THEN NULL ELSE photo_version END AS photo_version`
 
       const findUser = (userId: number) =>
         sql<UserRow>`SELECT ${columns} FROM users WHERE id = ${userId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
       const updateProfile = (userId: number, patch: ProfilePatch, now: Date) => {
+        const photoPath = patch.photo === undefined ? undefined : patch.photo?.path ?? null
         const sets = [
           ...(patch.name !== undefined ? [sql`name = ${patch.name}`] : []),
           ...(patch.lastname !== undefined ? [sql`lastname = ${patch.lastname}`] : []),
@@ -56,6 +63,13 @@ export class MeRepo extends Context.Service<MeRepo, {
             ? [
               sql`phone = ${patch.phone}`,
               sql`phone_verified = (phone_verified AND phone IS NOT DISTINCT FROM ${patch.phone}::text)`
+            ]
+            : []),
+          ...(photoPath !== undefined
+            ? [
+              sql`photo_path = ${photoPath}`,
+              sql`photo_mime_type = ${patch.photo?.mimeType ?? null}`,
+              sql`photo_version = photo_version + (CASE WHEN photo_path IS DISTINCT FROM ${photoPath}::text THEN 1 ELSE 0 END)`
             ]
             : []),
           sql`updated_at = ${now}`

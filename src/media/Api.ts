@@ -55,7 +55,10 @@ export class SignedMediaApi extends HttpApiGroup.make("signedMedia")
     }).annotateMerge(OpenApi.annotations({
       description: "Bytes of a locally stored attachment. Signed link (no Authorization header); 2000 requests a minute per IP. " +
         "`w` = 256 or 640 gives a WebP thumbnail of an image (made once and kept); any other `w`, or a non-image, " +
-        "gives the original. Unsafe inline types are sent as `application/octet-stream` with an attachment disposition."
+        "gives the original. Unsafe inline types are sent as `application/octet-stream` with an attachment disposition. " +
+        "One `Range` gives 206 with `Content-Range` (416 `{message}` with `bytes */size` when unsatisfiable; several ranges " +
+        "give the whole file); `ETag` / `Last-Modified` with `If-None-Match` / `If-Modified-Since` give 304; `If-Range` " +
+        "honours the range only for the current ETag; HEAD answers the same headers without the body."
     }))
   )
   .annotateMerge(OpenApi.annotations({ title: "Signed media" }))

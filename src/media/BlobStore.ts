@@ -16,6 +16,17 @@ export class BlobTooLarge extends Schema.TaggedError<BlobTooLarge>()("BlobTooLar
   limit: Schema.Number
 }) {}
 
+/** Bytes `start` to `end` of a file, both inclusive (as in `Content-Range`). */
+export interface ByteRange {
+  readonly start: number
+  readonly end: number
+}
+
+export interface BlobStat {
+  readonly size: number
+  readonly modifiedAt: Date
+}
+
 /** `c<company>/<folder>/<name>`: relative, company first, no `..`, no empty or hidden segments. */
 const storagePathPattern = /^c[1-9]\d*(\/[A-Za-z0-9_-][A-Za-z0-9._-]*)+$/
 
@@ -40,12 +51,14 @@ export class BlobStore extends Context.Service<BlobStore, {
   write(path: string, bytes: Uint8Array): Effect.Effect<void, BlobError>
   /** Moves a local file (say, a transcoder's output) to `path`. */
   moveIn(localFile: string, path: string): Effect.Effect<void, BlobError>
-  /** The file's bytes as a stream (for responses). */
-  read(path: string): Stream.Stream<Uint8Array, BlobError>
+  /** The file's bytes as a stream (for responses); with `range`, only bytes `start`..`end` (both inclusive). */
+  read(path: string, range?: ByteRange): Stream.Stream<Uint8Array, BlobError>
   /** The whole file in memory: for small files and image processing only. */
   readBytes(path: string): Effect.Effect<Uint8Array, BlobError>
   /** Size in bytes, or None when there is no such file. */
   size(path: string): Effect.Effect<Option.Option<number>, BlobError>
+  /** Size and last modification, or None when there is no such file. */
+  stat(path: string): Effect.Effect<Option.Option<BlobStat>, BlobError>
   /** Removes the file; a missing file is not an error. */
   remove(path: string): Effect.Effect<void, BlobError>
   /** A scratch directory outside the storage tree, removed when the scope closes. */
@@ -119,22 +132,28 @@ export class BlobStore extends Context.Service<BlobStore, {
           )
         ))
 
-    const read = (path: string) =>
+    const read = (path: string, range?: ByteRange) =>
       Stream.unwrap(Effect.map(absolute(path), (file) =>
-        Stream.fromAsyncIterable(createReadStream(file) as AsyncIterable<Uint8Array>, fail("read"))))
+        Stream.fromAsyncIterable(
+          createReadStream(file, range === undefined ? undefined : { start: range.start, end: range.end }) as AsyncIterable<Uint8Array>,
+          fail("read")
+        )))
 
     const readBytes = (path: string) =>
       Effect.flatMap(absolute(path), (file) =>
         Effect.tryPromise({ try: () => readFile(file).then((b) => new Uint8Array(b.buffer, b.byteOffset, b.byteLength)), catch: fail("read") }))
 
-    const size = (path: string) =>
+    const statOf = (path: string) =>
       Effect.flatMap(absolute(path), (file) =>
         Effect.tryPromise({
-          try: () => stat(file).then((s) => (s.isFile() ? Option.some(s.size) : Option.none<number>())),
+          try: () =>
+            stat(file).then((s) => (s.isFile() ? Option.some<BlobStat>({ size: s.size, modifiedAt: s.mtime }) : Option.none<BlobStat>())),
           catch: (e) => e
         }).pipe(Effect.catch((e) =>
           (e as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeedNone : Effect.fail(fail("stat")(e))
         )))
+
+    const size = (path: string) => Effect.map(statOf(path), Option.map((s: BlobStat) => s.size))
 
     const remove = (path: string) =>
       Effect.flatMap(absolute(path), (file) => Effect.tryPromise({ try: () => rm(file, { force: true }), catch: fail("remove") }))
@@ -153,6 +172,7 @@ export class BlobStore extends Context.Service<BlobStore, {
       read,
       readBytes,
       size,
+      stat: statOf,
       remove,
       scratchDir
     })

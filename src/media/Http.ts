@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { invalidField, notFound } from "../platform/Errors.ts"
 import { Media } from "./Media.ts"
-import { SignedUrls } from "./SignedUrls.ts"
+import { signedCompany, SignedUrls } from "./SignedUrls.ts"
 
 const notAForm = () => Effect.fail(invalidField("file", "The request must be multipart/form-data with a file field."))
 
@@ -14,16 +14,13 @@ export const UploadsHttp = HttpApiBuilder.group(Api, "uploads", Effect.fn(functi
     .handle("voice", ({ payload }) => Stream.isStream(payload) ? media.voice(payload) : notAForm())
 }))
 
-const companyOf = (value: string | undefined) =>
-  Option.filter(Option.fromNullishOr(value), (c) => /^[1-9]\d{0,15}$/.test(c)).pipe(Option.map(Number))
-
 export const SignedMediaHttp = HttpApiBuilder.group(Api, "signedMedia", Effect.fn(function*(handlers) {
   const media = yield* Media
   const signed = yield* SignedUrls
   return handlers.handle("attachmentMedia", ({ params, query }) =>
     Effect.gen(function*() {
       yield* signed.authorize
-      const company = companyOf(query.c)
+      const company = signedCompany(query.c)
       if (Option.isNone(company)) return yield* notFound("File not found.")
       return yield* media.serve(company.value, params.id, params.attachment, query.w)
     }))

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option, Semaphore, Stream } from "effect"
-import { HttpServerResponse, type Multipart } from "effect/http"
+import type { HttpServerResponse, Multipart } from "effect/http"
 import { join } from "node:path"
 import sharp from "sharp"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
@@ -7,7 +7,6 @@ import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, t
 import { BlobStore, type BlobTooLarge } from "./BlobStore.ts"
 import {
   cleanFileName,
-  isInlineSafe,
   isThumbnailable,
   type MediaType,
   mediaTypeOf,
@@ -20,6 +19,7 @@ import {
   voiceLimitBytes
 } from "./Domain.ts"
 import type { NewAttachment } from "../messages/Repo.ts"
+import { fileResponse } from "./FileResponse.ts"
 import { MediaRepo } from "./Repo.ts"
 import { acceptsDeclared, Voice } from "./Voice.ts"
 
@@ -68,38 +68,6 @@ const multipartFailure = (limit: number) => (e: Multipart.MultipartError) => {
   }
 }
 
-/** `filename="…"` in ASCII plus the exact name as RFC 5987 `filename*`. */
-export const contentDisposition = (kind: "inline" | "attachment", fileName: string | null) => {
-  if (fileName === null) return kind
-  const ascii = fileName.replace(/[^\x20-\x7e]/g, "_").replace(/["\\]/g, "_")
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(fileName)}`
-}
-
-/**
- * A stored file as an HTTP answer. Types a browser would render as a document of our origin
- * (SVG, HTML, XML, text…) go out as `application/octet-stream` with an attachment disposition;
- * every answer carries `X-Content-Type-Options: nosniff`.
- */
-export const fileResponse = (
-  store: BlobStore["Service"],
-  storagePath: string,
-  file: { readonly mimeType: string | null; readonly fileName: string | null; readonly cacheControl?: string }
-) =>
-  Effect.gen(function*() {
-    const size = yield* store.size(storagePath).pipe(Effect.orDie)
-    if (Option.isNone(size)) return yield* notFound("File not found.")
-    const inline = isInlineSafe(file.mimeType)
-    return HttpServerResponse.stream(store.read(storagePath), {
-      contentType: inline ? file.mimeType! : "application/octet-stream",
-      contentLength: size.value,
-      headers: {
-        "content-disposition": contentDisposition(inline ? "inline" : "attachment", file.fileName),
-        "x-content-type-options": "nosniff",
-        "cache-control": file.cacheControl ?? "private, max-age=86400"
-      }
-    })
-  })
-
 interface Received {
   readonly storagePath: string
   readonly size: number
@@ -112,7 +80,10 @@ export class Media extends Context.Service<Media, {
   upload(parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>): Effect.Effect<Upload, Forbidden | Unprocessable, CurrentActor>
   /** `POST /v1/uploads/voice`: the multipart `file` (32 MB) transcoded to an Opus voice note. */
   voice(parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>): Effect.Effect<Upload, Forbidden | Unprocessable, CurrentActor>
-  /** The media route's answer once its signature is checked: the original, or a kept WebP thumbnail for `w` 256 / 640. */
+  /**
+   * The media route's answer once its signature is checked: the original, or a kept WebP thumbnail
+   * for `w` 256 / 640; ranges, validators and HEAD as `fileResponse` answers them.
+   */
   serve(companyId: number, messageId: number, attachmentId: number, width: string | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
   /** Attachment rows of a send: each `media_id` / `sticker_id` of the company, else 422 `attachment_source_invalid`. */
   resolve(companyId: number, rows: ReadonlyArray<AttachmentSource>): Effect.Effect<ReadonlyArray<ResolvedAttachment>, Unprocessable>

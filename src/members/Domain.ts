@@ -14,7 +14,9 @@ export const Member = Schema.Struct({
   email: Schema.NullOr(Schema.String),
   role: Schema.String,
   availability: Schema.String,
-  telephony: Schema.Struct({ enabled: Schema.Boolean, extension: Schema.NullOr(Schema.String) })
+  telephony: Schema.Struct({ enabled: Schema.Boolean, extension: Schema.NullOr(Schema.String) }),
+  /** Signed link to `GET /v1/users/{id}/photo` for the active company; null without a photo. */
+  photo_url: Schema.NullOr(Schema.String)
 })
 export type Member = typeof Member.Type
 
@@ -23,7 +25,9 @@ export const User = Schema.Struct({
   name: Schema.String,
   lastname: Schema.NullOr(Schema.String),
   email: Schema.NullOr(Schema.String),
-  role: Schema.String
+  role: Schema.String,
+  /** Signed link to `GET /v1/users/{id}/photo` for the active company; null without a photo. */
+  photo_url: Schema.NullOr(Schema.String)
 })
 export type User = typeof User.Type
 

@@ -3,10 +3,12 @@ import { SqlClient } from "effect/sql"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import type { Role } from "../auth/Permissions.ts"
 import { Events } from "../events/Events.ts"
+import { SignedUrls } from "../media/SignedUrls.ts"
 import { type Forbidden, type NotFound, notFound, Unprocessable } from "../platform/Errors.ts"
 import type { Member, User } from "./Domain.ts"
 import { Pbx } from "../telephony/Pbx.ts"
 import { releaseOperator } from "../telephony/Telephony.ts"
+import { userPhotoUrl } from "../users/Links.ts"
 import { MembersRepo } from "./Repo.ts"
 
 const memberNotFound = () => notFound("Member not found.")
@@ -27,15 +29,20 @@ export class Members extends Context.Service<Members, {
       const events = yield* Events
       const pbx = yield* Pbx
       const sql = yield* SqlClient.SqlClient
+      const signed = yield* SignedUrls
+
+      const withPhoto = (companyId: number) => <A extends { readonly id: number; readonly photo_version: number | null }>(
+        { photo_version, ...person }: A
+      ) => ({ ...person, photo_url: userPhotoUrl(signed, companyId, person.id, photo_version) })
 
       const list = Effect.gen(function*() {
         const company = yield* requirePermission("member.view")
-        return yield* repo.list(company.id)
+        return (yield* repo.list(company.id)).map(withPhoto(company.id))
       }).pipe(Effect.withSpan("Members.list"))
 
       const users = Effect.gen(function*() {
         const company = yield* requirePermission("user.view")
-        return yield* repo.users(company.id)
+        return (yield* repo.users(company.id)).map(withPhoto(company.id))
       }).pipe(Effect.withSpan("Members.users"))
 
       // Service accounts are admins too, but they vanish with their token: only a
@@ -46,13 +53,13 @@ export class Members extends Context.Service<Members, {
           yield* repo.lockCompany(company.id)
           const member = yield* repo.find(company.id, userId)
           if (Option.isNone(member)) return yield* memberNotFound()
-          if (member.value.role === role) return member.value
+          if (member.value.role === role) return withPhoto(company.id)(member.value)
           if (member.value.role === "admin" && (yield* repo.countAdmins(company.id)) <= 1) {
             return yield* lastAdmin("role", "The last admin of the company cannot be demoted.")
           }
           yield* repo.setRole(company.id, userId, role)
           yield* events.emit(company.id, "member.updated", { id: userId, role, previous_role: member.value.role })
-          return { ...member.value, role }
+          return withPhoto(company.id)({ ...member.value, role })
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 

@@ -3,6 +3,11 @@ import { SqlClient } from "effect/sql"
 import type { Role } from "../auth/Permissions.ts"
 import type { Member, User } from "./Domain.ts"
 
+/** A person as the API shows them, less the signed photo link; `photo_version` is null without a photo. */
+type WithPhotoVersion<A> = Omit<A, "photo_url"> & { readonly photo_version: number | null }
+export type MemberRecord = WithPhotoVersion<Member>
+export type UserRecord = WithPhotoVersion<User>
+
 interface MemberRow {
   readonly id: number
   readonly name: string
@@ -12,18 +17,19 @@ interface MemberRow {
   readonly availability: string
   readonly telephony_enabled: boolean
   readonly extension: string | null
+  readonly photo_version: number | null
 }
 
-const view = ({ extension, telephony_enabled, ...row }: MemberRow): Member => ({
+const view = ({ extension, telephony_enabled, ...row }: MemberRow): MemberRecord => ({
   ...row,
   telephony: { enabled: telephony_enabled, extension }
 })
 
 /** Memberships of real (non-service) users; the company id is in every statement. */
 export class MembersRepo extends Context.Service<MembersRepo, {
-  list(companyId: number): Effect.Effect<ReadonlyArray<Member>>
-  find(companyId: number, userId: number): Effect.Effect<Option.Option<Member>>
-  users(companyId: number): Effect.Effect<ReadonlyArray<User>>
+  list(companyId: number): Effect.Effect<ReadonlyArray<MemberRecord>>
+  find(companyId: number, userId: number): Effect.Effect<Option.Option<MemberRecord>>
+  users(companyId: number): Effect.Effect<ReadonlyArray<UserRecord>>
   /** Serializes membership changes of one company until the transaction ends. */
   lockCompany(companyId: number): Effect.Effect<void>
   countAdmins(companyId: number): Effect.Effect<number>
@@ -38,10 +44,11 @@ export class MembersRepo extends Context.Service<MembersRepo, {
     MembersRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const photoVersion = sql`CASE WHEN u.photo_path IS NULL THEN NULL ELSE u.photo_version END AS photo_version`
       const select = (companyId: number) =>
         sql`
           SELECT u.id, u.name, u.lastname, u.email, m.role, u.availability,
-                 (t.user_id IS NOT NULL) AS telephony_enabled, t.extension
+                 (t.user_id IS NOT NULL) AS telephony_enabled, t.extension, ${photoVersion}
           FROM memberships m
           JOIN users u ON u.id = m.user_id AND NOT u.is_service_account
           LEFT JOIN telephony_operators t ON t.company_id = ${companyId} AND t.user_id = u.id
@@ -57,8 +64,8 @@ export class MembersRepo extends Context.Service<MembersRepo, {
         )
 
       const users = (companyId: number) =>
-        sql<User>`
-          SELECT u.id, u.name, u.lastname, u.email, m.role
+        sql<UserRecord>`
+          SELECT u.id, u.name, u.lastname, u.email, m.role, ${photoVersion}
           FROM memberships m JOIN users u ON u.id = m.user_id AND NOT u.is_service_account
           WHERE m.company_id = ${companyId} ORDER BY u.id`.pipe(Effect.orDie)
 

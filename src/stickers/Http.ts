@@ -1,10 +1,9 @@
 import { Effect, Option, Stream } from "effect"
-import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
-import { SignedUrls } from "../media/SignedUrls.ts"
+import { signedCompany, SignedUrls } from "../media/SignedUrls.ts"
 import { StickerImports } from "./Imports.ts"
-import { Stickers } from "./Stickers.ts"
+import { stickerNotFound, Stickers } from "./Stickers.ts"
 
 export const StickersHttp = HttpApiBuilder.group(Api, "stickers", Effect.fn(function*(handlers) {
   const stickers = yield* Stickers
@@ -33,10 +32,8 @@ export const StickerFilesHttp = HttpApiBuilder.group(Api, "stickerFiles", Effect
   return handlers.handle("file", ({ params, query }) =>
     Effect.gen(function*() {
       yield* signed.authorize
-      const bytes = yield* stickers.file(query.c ?? null, params.sticker)
-      return HttpServerResponse.uint8Array(bytes, {
-        contentType: "image/webp",
-        headers: { "x-content-type-options": "nosniff", "cache-control": "private, max-age=86400" }
-      })
+      const company = signedCompany(query.c)
+      if (Option.isNone(company)) return yield* stickerNotFound()
+      return yield* stickers.file(company.value, params.sticker)
     }))
 }))

@@ -1,8 +1,9 @@
 import { Context, Effect, Layer, Option, Semaphore, Stream } from "effect"
-import type { Multipart } from "effect/http"
+import type { HttpServerResponse, Multipart } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { BlobStore, ownedBy } from "../media/BlobStore.ts"
+import { fileResponse } from "../media/FileResponse.ts"
 import { SignedUrls } from "../media/SignedUrls.ts"
 import { type Forbidden, forbidden, invalidField, type NotFound, notFound, Unprocessable } from "../platform/Errors.ts"
 import { ChannelAccess } from "../teams/ChannelAccess.ts"
@@ -82,8 +83,8 @@ export class Stickers extends Context.Service<Stickers, {
   >
   updateSticker(stickerId: number, input: UpdateSticker): Effect.Effect<Sticker, Denied | Unprocessable, CurrentActor>
   deleteSticker(stickerId: number): Effect.Effect<void, Denied, CurrentActor>
-  /** The file behind a signed link (the caller has checked the signature, which covers `company`). */
-  file(company: string | null, stickerId: number): Effect.Effect<Uint8Array, NotFound>
+  /** The file behind a signed link (the caller has checked the signature, which covers `company`), ranges and validators included. */
+  file(companyId: number, stickerId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
   /** The conversion pipeline, at most two images at a time per runner (a 25-megapixel decode holds ~100 MB). */
   convert(bytes: Uint8Array): Effect.Effect<ConvertedSticker, StickerImageRejected>
   /** A stored sticker as the API shows it. */
@@ -284,11 +285,12 @@ export class Stickers extends Context.Service<Stickers, {
         if (!(yield* repo.deleteSticker(company.id, stickerId))) return yield* stickerNotFound()
       })
 
-      const file = Effect.fn("Stickers.file")(function*(company: string | null, stickerId: number) {
-        if (company === null || !/^[1-9]\d{0,15}$/.test(company)) return yield* stickerNotFound()
-        const row = yield* repo.findSticker(Number(company), stickerId)
+      const file = Effect.fn("Stickers.file")(function*(companyId: number, stickerId: number) {
+        const row = yield* repo.findSticker(companyId, stickerId)
         if (Option.isNone(row)) return yield* stickerNotFound()
-        return yield* blobs.readBytes(row.value.storage_path).pipe(Effect.catch(() => stickerNotFound()))
+        return yield* fileResponse(blobs, row.value.storage_path, { mimeType: "image/webp", fileName: null }).pipe(
+          Effect.catch(() => stickerNotFound())
+        )
       })
 
       return Stickers.of({

@@ -82,5 +82,6 @@ export const accountOf = (id: number, email: string | null, isServiceAccount = f
   locale: "en",
   availability: "online",
   is_service_account: isServiceAccount,
-  current_company_id: null
+  current_company_id: null,
+  photo_version: null
 })

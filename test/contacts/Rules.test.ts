@@ -3,6 +3,7 @@ import { decideLogged } from "../../cluster/RateLimitHandlers.ts"
 import { blockRules } from "../../src/contacts/Blocking.ts"
 import { toE164 } from "../../src/contacts/Domain.ts"
 import { callState } from "../../src/contacts/Eligibility.ts"
+import type { PermissionRequestRow } from "../../src/contacts/Repo.ts"
 
 const hour = 3_600_000
 const now = 10 * 24 * hour
@@ -31,17 +32,47 @@ describe("block throttle decision", () => {
 
 describe("call-permission state", () => {
   const at = (hoursAgo: number) => new Date(now - hoursAgo * hour)
+  let id = 0
+  const row = (fields: Partial<PermissionRequestRow> & Pick<PermissionRequestRow, "status" | "requested_at">): PermissionRequestRow => ({
+    id: ++id,
+    origin: "request",
+    permanent: false,
+    answered_at: null,
+    expires_at: null,
+    ...fields
+  })
+
   it("is none without requests, pending after one, with the daily cooldown and the weekly cap", () => {
     assert.deepStrictEqual(callState([], now), { status: "none", expiresAt: null, attemptsRemaining: 2, cooldownUntil: null })
-    const one = callState([{ status: "pending", requested_at: at(2), expires_at: null }], now)
+    const one = callState([row({ status: "pending", requested_at: at(2) })], now)
     assert.deepStrictEqual(one, { status: "pending", expiresAt: now - 2 * hour + 7 * 24 * hour, attemptsRemaining: 1, cooldownUntil: now + 22 * hour })
+    // A request still with the provider already counts, and reads as pending.
+    assert.deepStrictEqual(callState([row({ status: "sending", requested_at: at(2) })], now), one)
     const two = callState([
-      { status: "pending", requested_at: at(30), expires_at: null },
-      { status: "rejected", requested_at: at(100), expires_at: null }
+      row({ status: "pending", requested_at: at(30) }),
+      row({ status: "rejected", requested_at: at(100), answered_at: at(99) })
     ], now)
     assert.deepStrictEqual([two.status, two.attemptsRemaining, two.cooldownUntil], ["pending", 0, now - 100 * hour + 7 * 24 * hour])
-    const old = callState([{ status: "granted", requested_at: at(200), expires_at: new Date(now - hour) }], now)
+    const old = callState([row({ status: "granted", requested_at: at(200), answered_at: at(199), expires_at: new Date(now - hour) })], now)
     assert.deepStrictEqual(old, { status: "none", expiresAt: null, attemptsRemaining: 2, cooldownUntil: null })
+  })
+
+  it("follows the newest event: an answer after the request, an unasked answer that does not count as an attempt", () => {
+    const granted = callState([row({ status: "granted", requested_at: at(30), answered_at: at(29), expires_at: new Date(now + 5 * 24 * hour) })], now)
+    assert.deepStrictEqual(granted, { status: "granted", expiresAt: now + 5 * 24 * hour, attemptsRemaining: 1, cooldownUntil: null })
+    // A grant outlives the week of its request: the answer's own expiry decides.
+    const late = callState([row({ status: "granted", requested_at: at(8 * 24), answered_at: at(6 * 24), expires_at: new Date(now + 24 * hour) })], now)
+    assert.deepStrictEqual([late.status, late.expiresAt, late.attemptsRemaining], ["granted", now + 24 * hour, 2])
+    const permanent = callState([row({ status: "granted", origin: "reply", permanent: true, requested_at: at(400), answered_at: at(400) })], now)
+    assert.deepStrictEqual(permanent, { status: "granted", expiresAt: null, attemptsRemaining: 2, cooldownUntil: null })
+    // The contact withdrew (an unasked reject) after granting: the newest answer wins, for 7 days.
+    const withdrawn = callState([
+      row({ status: "rejected", origin: "reply", requested_at: at(1), answered_at: at(1) }),
+      row({ status: "granted", requested_at: at(40), answered_at: at(39), expires_at: new Date(now + 24 * hour) })
+    ], now)
+    assert.deepStrictEqual(withdrawn, { status: "rejected", expiresAt: now - hour + 7 * 24 * hour, attemptsRemaining: 1, cooldownUntil: null })
+    const forgotten = callState([row({ status: "rejected", requested_at: at(200), answered_at: at(190) })], now)
+    assert.strictEqual(forgotten.status, "none")
   })
 })
 

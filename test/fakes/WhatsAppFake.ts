@@ -5,7 +5,9 @@ import { FakeHttp, type FakeAnswer, type FakeRequest, type Injected } from "./Fa
  * The slice of the WhatsApp Cloud API our adapter uses, answered as Meta documents it:
  * `POST /{phone-number-id}/messages`, `POST /{phone-number-id}/media`, `GET /{media-id}`
  * then the media URL with the same bearer token, `POST|DELETE /{phone-number-id}/block_users`.
- * Errors are `{error:{message, type, code, error_data:{details}}}`.
+ * Errors are `{error:{message, type, code, error_data:{details}}}`. Free-form messages (anything
+ * but a template) to a user in `closedWindow` fail with 131047, as outside the customer-service
+ * window; an interactive `call_permission_request` must carry its action and a body text.
  */
 export class WhatsAppFake {
   readonly http: FakeHttp
@@ -14,6 +16,8 @@ export class WhatsAppFake {
   readonly closedWindow = new Set<string>()
   readonly media = new Map<string, { bytes: Uint8Array; mimeType: string }>()
   readonly blocked = new Set<string>()
+  /** Call-permission requests taken, by the message id answered to the business. */
+  readonly callPermissionRequests = new Map<string, { readonly to: string; readonly body: string }>()
   private nextId = 1
 
   constructor() {
@@ -50,6 +54,59 @@ export class WhatsAppFake {
   static signed(appSecret: string, payload: unknown) {
     const body = JSON.stringify(payload)
     return { body, signature: `sha256=${createHmac("sha256", appSecret).update(body).digest("hex")}` }
+  }
+
+  /** A notification of the `messages` field for one business number, as Meta posts it. */
+  static notification(phoneNumberId: string, value: Record<string, unknown>) {
+    return {
+      object: "whatsapp_business_account",
+      entry: [{
+        id: "WABA-FAKE",
+        changes: [{
+          field: "messages",
+          value: { messaging_product: "whatsapp", metadata: { display_phone_number: "15550000000", phone_number_id: phoneNumberId }, ...value }
+        }]
+      }]
+    }
+  }
+
+  /**
+   * The user's answer to a call-permission request: an `interactive` message of type
+   * `call_permission_reply` whose `context.id` is the request's message id.
+   */
+  static callPermissionReply(
+    phoneNumberId: string,
+    reply: {
+      readonly from: string
+      readonly id: string
+      readonly requestMessageId?: string
+      readonly response: "accept" | "reject"
+      readonly isPermanent?: boolean
+      /** Unix seconds; Meta sends it for a temporary acceptance. */
+      readonly expirationTimestamp?: number
+      readonly timestamp?: number
+      readonly responseSource?: "user_action" | "automatic"
+    }
+  ) {
+    return WhatsAppFake.notification(phoneNumberId, {
+      contacts: [{ profile: { name: "Caller" }, wa_id: reply.from }],
+      messages: [{
+        ...(reply.requestMessageId !== undefined ? { context: { from: "15550000000", id: reply.requestMessageId } } : {}),
+        from: reply.from,
+        id: reply.id,
+        timestamp: String(reply.timestamp ?? Math.floor(Date.now() / 1000)),
+        type: "interactive",
+        interactive: {
+          type: "call_permission_reply",
+          call_permission_reply: {
+            response: reply.response,
+            is_permanent: reply.isPermanent ?? false,
+            ...(reply.expirationTimestamp !== undefined ? { expiration_timestamp: reply.expirationTimestamp } : {}),
+            response_source: reply.responseSource ?? "user_action"
+          }
+        }
+      }]
+    })
   }
 
   private error(status: number, code: number, message: string, details?: string): FakeAnswer {
@@ -93,9 +150,23 @@ export class WhatsAppFake {
       if (typeof b.to !== "string" || b.to === "") return this.error(400, 100, "(#100) The parameter to is required.")
       const type = (b.type as string | undefined) ?? "text"
       if (!(type in b)) return this.error(400, 100, `(#100) The parameter ${type} is required.`)
+      if (type !== "template" && this.closedWindow.has(b.to)) {
+        return this.error(400, 131047, "(#131047) Re-engagement message", "Message failed to send because more than 24 hours have passed since the customer last replied to this number.")
+      }
+      const interactive = b.interactive as { type?: string; action?: { name?: string }; body?: { text?: string } } | undefined
+      if (type === "interactive" && interactive?.type === "call_permission_request") {
+        if (interactive.action?.name !== "call_permission_request") return this.error(400, 100, "(#100) The parameter interactive.action.name is required.")
+        if (typeof interactive.body?.text !== "string" || interactive.body.text === "") {
+          return this.error(400, 100, "(#100) The parameter interactive.body.text is required.")
+        }
+      }
+      const id = `wamid.FAKE${this.nextId++}`
+      if (type === "interactive" && interactive?.type === "call_permission_request") {
+        this.callPermissionRequests.set(id, { to: b.to, body: interactive.body!.text! })
+      }
       return {
         status: 200,
-        body: { messaging_product: "whatsapp", contacts: [{ input: b.to, wa_id: b.to }], messages: [{ id: `wamid.FAKE${this.nextId++}` }] }
+        body: { messaging_product: "whatsapp", contacts: [{ input: b.to, wa_id: b.to }], messages: [{ id }] }
       }
     }
     if (edge === "media" && r.method === "POST") {

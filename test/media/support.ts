@@ -54,10 +54,10 @@ export const upload = async (
   return parse(response)
 }
 
-/** GET of a URL the API handed out, against the test server (the API's links carry APP_URL's origin). */
-export const getLink = async (server: TestServer, link: string, headers: Record<string, string> = {}) => {
+/** GET (or HEAD) of a URL the API handed out, against the test server (the API's links carry APP_URL's origin). */
+export const getLink = async (server: TestServer, link: string, headers: Record<string, string> = {}, method: "GET" | "HEAD" = "GET") => {
   const url = new URL(link)
-  const response = await fetch(server.url + url.pathname + url.search, { headers })
+  const response = await fetch(server.url + url.pathname + url.search, { headers, method })
   const bytes = new Uint8Array(await response.arrayBuffer())
   return { status: response.status, headers: response.headers, bytes }
 }

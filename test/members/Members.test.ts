@@ -29,7 +29,7 @@ const serviceAccountOf = async (token: string) => {
   return me.body.data.id as number
 }
 
-const memberFields = ["availability", "email", "id", "lastname", "name", "role", "telephony"]
+const memberFields = ["availability", "email", "id", "lastname", "name", "photo_url", "role", "telephony"]
 
 describe("members", () => {
   it("lists the company's people with role, availability and telephony, never service accounts", async () => {
@@ -55,7 +55,8 @@ describe("members", () => {
       email: company.admin.email,
       role: "admin",
       availability: "offline",
-      telephony: { enabled: false, extension: null }
+      telephony: { enabled: false, extension: null },
+      photo_url: null
     })
     assert.strictEqual(operator.role, "agent")
     assert.strictEqual(operator.availability, "online")
@@ -72,8 +73,8 @@ describe("members", () => {
       const res = await request(server, "GET", "/v1/users", { token })
       assert.strictEqual(res.status, 200, JSON.stringify(res.body))
       assert.deepStrictEqual(res.body.data, [
-        { id: company.admin.id, name: "Admin", lastname: null, email: company.admin.email, role: "admin" },
-        { id: agent.id, name: "Person", lastname: null, email: agent.email, role: "agent" }
+        { id: company.admin.id, name: "Admin", lastname: null, email: company.admin.email, role: "admin", photo_url: null },
+        { id: agent.id, name: "Person", lastname: null, email: agent.email, role: "agent", photo_url: null }
       ])
       assert.ok(!res.body.data.some((u: any) => u.id === service))
     }
