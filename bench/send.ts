@@ -310,7 +310,6 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
           )
           SELECT id::int AS id FROM m`
         const id = row.id
-        const notice = notify ? sql`, pg_notify('crm_bench', json_build_object('c', e.company_id, 'i', e.seq)::text)` : sql``
         yield* sql`
           WITH finished AS (
             UPDATE messages SET status = 'sent', external_message_id = ${`bare_${n}`}, updated_at = now()
@@ -320,21 +319,38 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
           ), key_done AS (
             UPDATE idempotency_keys SET state = 'done', response_status = 201, response_body = ${JSON.stringify({ data: { id } })}::jsonb
             WHERE user_id = ${seeded.userId} AND endpoint = 'send' AND key = ${key}
-          ), next AS (
-            UPDATE companies SET event_seq = event_seq + 1 WHERE id = ${seeded.companyId} RETURNING event_seq
           ), e AS (
-            INSERT INTO events (company_id, seq, key, payload)
-            SELECT ${seeded.companyId}, event_seq, 'message.created', ${JSON.stringify({ message_id: id })}::jsonb FROM next
-            RETURNING company_id, seq
+            INSERT INTO events (company_id, key, payload)
+            VALUES (${seeded.companyId}, 'message.created', ${JSON.stringify({ message_id: id })}::jsonb)
           )
-          SELECT e.seq ${notice} FROM e`
+          SELECT 1`
       })
 
-    // Checked before timing: one iteration writes one message, one key and one event.
+    // The app's sequencer: numbers committed events in batches, one transaction per batch.
+    const sequence = Effect.gen(function*() {
+      yield* sql`SELECT event_seq FROM companies WHERE id = ${seeded.companyId} FOR NO KEY UPDATE`
+      const notice = notify ? sql`, pg_notify('crm_bench', json_build_object('c', e.company_id, 'i', e.seq)::text)` : sql``
+      return yield* sql`
+        WITH pending AS (
+          SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE company_id = ${seeded.companyId} AND seq IS NULL
+        ), bumped AS (
+          UPDATE companies SET event_seq = event_seq + (SELECT count(*) FROM pending)
+          WHERE id = ${seeded.companyId} AND EXISTS (SELECT 1 FROM pending)
+          RETURNING event_seq - (SELECT count(*) FROM pending) AS base
+        ), e AS (
+          UPDATE events ev SET seq = bumped.base + pending.n FROM pending, bumped WHERE ev.id = pending.id
+          RETURNING ev.company_id, ev.seq
+        )
+        SELECT e.seq ${notice} FROM e`
+    }).pipe(sql.withTransaction)
+
+    // Checked before timing: one iteration writes one message and one event, which the sequencer numbers.
     const [{ before }] = yield* sql<{ before: number }>`SELECT count(*)::int AS before FROM messages WHERE company_id = ${seeded.companyId}`
     yield* one(0)
     const [{ after }] = yield* sql<{ after: number }>`SELECT count(*)::int AS after FROM messages WHERE company_id = ${seeded.companyId}`
     if (after !== before + 1) return yield* Effect.die(new Error(`bare loop wrote ${after - before} messages`))
+    const numbered = yield* sequence
+    if (numbered.length !== 1) return yield* Effect.die(new Error(`bare loop numbered ${numbered.length} events`))
 
     let counter = 1
     const latencies: Array<number> = []
@@ -351,7 +367,12 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
         }
       }
     })
-    yield* Effect.all(Array.from({ length: workers }, () => worker), { concurrency: "unbounded", discard: true })
+    const sequencer = Effect.gen(function*() {
+      while (performance.now() < end) {
+        if ((yield* sequence).length === 0) yield* Effect.sleep(1)
+      }
+    })
+    yield* Effect.all([sequencer, ...Array.from({ length: workers }, () => worker)], { concurrency: "unbounded", discard: true })
     const sorted = Float64Array.from(latencies).sort()
     return { rps: measured / BARE_SECONDS, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), workers }
   }).pipe(Effect.provide(sqlLayer), Effect.orDie)

@@ -11,6 +11,7 @@ import _0010_contacts from "./0010_contacts.ts"
 import _0013_message_quotes from "./0013_message_quotes.ts"
 import _0014_call_permissions from "./0014_call_permissions.ts"
 import _0015_user_photos from "./0015_user_photos.ts"
+import _0016_event_sequencer from "./0016_event_sequencer.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -26,5 +27,6 @@ export const migrations = {
   "0012_stickers": _0012_stickers,
   "0013_message_quotes": _0013_message_quotes,
   "0014_call_permissions": _0014_call_permissions,
-  "0015_user_photos": _0015_user_photos
+  "0015_user_photos": _0015_user_photos,
+  "0016_event_sequencer": _0016_event_sequencer
 }

@@ -29,11 +29,18 @@ export const toEnvelope = (row: EventRow): EventEnvelope => ({
 
 export class EventsRepo extends Context.Service<EventsRepo, {
   /**
-   * One statement: the caller's companion writes (`along`, data-modifying CTEs such as
-   * `done AS (UPDATE …)`), the append, and the NOTIFY. Outside a transaction it is atomic by
-   * itself and holds the company's sequence row only for its own commit.
+   * Appends an event without its sequence number, in one statement with the caller's companion
+   * writes (`along`, data-modifying CTEs such as `done AS (UPDATE …)`). Nothing is locked.
    */
-  insert(companyId: number, key: string, payload: unknown, notify: Notify | null, along?: Statement.Fragment): Effect.Effect<EventEnvelope>
+  insert(companyId: number, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
+  /**
+   * Numbers the company's committed, unnumbered events (in append order) after its last number,
+   * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
+   * (the counter row is locked first), so numbers are gapless and never handed out twice.
+   */
+  sequence(companyId: number, notify: Notify | null): Effect.Effect<ReadonlyArray<EventEnvelope>>
+  /** Companies with events committed but not numbered for longer than `olderThanMs`. */
+  unsequenced(olderThanMs: number): Effect.Effect<ReadonlyArray<number>>
   after(companyId: number, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
   bySeq(companyId: number, seq: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
 }>()("crm/events/EventsRepo") {
@@ -41,28 +48,51 @@ export class EventsRepo extends Context.Service<EventsRepo, {
     EventsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      // The counter row is locked until commit, so a company's events get gapless,
-      // commit-ordered sequence numbers that a reconnecting client can resume from.
-      const insert = (companyId: number, key: string, payload: unknown, notify: Notify | null, along?: Statement.Fragment) => {
+      const insert = (companyId: number, key: string, payload: unknown, along?: Statement.Fragment) =>
+        sql`
+          WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
+            INSERT INTO events (company_id, key, payload, created_at)
+            VALUES (${companyId}, ${key}, ${JSON.stringify(payload)}::jsonb, date_trunc('milliseconds', now()))
+          )
+          SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+
+      const sequence = (companyId: number, notify: Notify | null) => {
         const announce = notify === null ? sql`` : sql`, pg_notify(${notify.channel}, CASE
             WHEN octet_length(n.inline) <= ${notify.inlineLimit} THEN n.inline
             ELSE json_build_object('n', ${notify.node}::text, 'c', e.company_id, 'i', e.seq)::text END)`
         const inline = notify === null ? sql`` : sql`, LATERAL (SELECT json_build_object('n', ${notify.node}::text, 'c', e.company_id,
             'i', e.seq, 'e', json_build_object('seq', e.seq, 'event', e.key, 'company_id', e.company_id,
             'occurred_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', e.payload))::text AS inline) n`
-        return sql<EventRow>`
-          WITH ${along === undefined ? sql`` : sql`${along},`} next AS (
-            UPDATE companies SET event_seq = event_seq + 1 WHERE id = ${companyId} RETURNING event_seq
-          ), e AS (
-            INSERT INTO events (company_id, seq, key, payload, created_at)
-            SELECT ${companyId}, event_seq, ${key}, ${JSON.stringify(payload)}::jsonb, date_trunc('milliseconds', now()) FROM next
-            RETURNING id, company_id, seq, key, payload, created_at
-          )
-          SELECT e.id, e.company_id, e.seq, e.key, e.payload, e.created_at ${announce} FROM e ${inline}`.pipe(
-          Effect.map((rows) => toEnvelope(rows[0])),
+        return Effect.gen(function*() {
+          // Locked by its own statement first: the numbering statement's snapshot is then taken after
+          // any sequencer before this one committed, so it never sees their events as unnumbered.
+          // NO KEY: writers' foreign keys to the company (KEY SHARE) must not wait for this lock.
+          yield* sql`SELECT event_seq FROM companies WHERE id = ${companyId} FOR NO KEY UPDATE`
+          return yield* sql<EventRow>`
+            WITH pending AS (
+              SELECT id, row_number() OVER (ORDER BY id) AS n FROM events
+              WHERE company_id = ${companyId} AND seq IS NULL
+            ), bumped AS (
+              UPDATE companies SET event_seq = event_seq + (SELECT count(*) FROM pending)
+              WHERE id = ${companyId} AND EXISTS (SELECT 1 FROM pending)
+              RETURNING event_seq - (SELECT count(*) FROM pending) AS base
+            ), e AS (
+              UPDATE events ev SET seq = bumped.base + pending.n FROM pending, bumped
+              WHERE ev.id = pending.id
+              RETURNING ev.id, ev.company_id, ev.seq, ev.key, ev.payload, ev.created_at
+            )
+            SELECT e.id, e.company_id, e.seq, e.key, e.payload, e.created_at ${announce} FROM e ${inline} ORDER BY e.seq`
+        }).pipe(sql.withTransaction, Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
+      }
+
+      const unsequenced = (olderThanMs: number) =>
+        sql<{ company_id: number }>`
+          SELECT DISTINCT company_id FROM events
+          WHERE seq IS NULL AND created_at < now() - make_interval(secs => ${olderThanMs / 1000})`.pipe(
+          Effect.map((rows) => rows.map((row) => row.company_id)),
           Effect.orDie
         )
-      }
+
       const after = (companyId: number, after: number, limit: number) =>
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
@@ -72,7 +102,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq = ${seq}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      return EventsRepo.of({ insert, after, bySeq })
+      return EventsRepo.of({ insert, sequence, unsequenced, after, bySeq })
     })
   )
 }

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, PubSub } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { Events } from "../../src/events/Events.ts"
@@ -137,4 +137,27 @@ describe("GET /v1/events", () => {
       [base + 1, "api_token.created", { id: created.body.data.id, name: "Replay probe" }]
     ])
   })
+
+  it.live("numbers and delivers an event whose writer never asked for numbering (a runner that died after commit)", () =>
+    Effect.gen(function*() {
+      const a = yield* Effect.promise(() => createCompany(server))
+      const base = (yield* Effect.promise(() => replay(a.token))).body.data.next_after as number
+      const delivered = yield* Effect.promise(() =>
+        server.runInApp(Effect.scoped(Effect.gen(function*() {
+          const events = yield* Events
+          const sql = yield* SqlClient.SqlClient
+          const subscription = yield* events.subscribe
+          // Straight into the table, as a commit whose process stopped before its after-commit step.
+          yield* sql`INSERT INTO events (company_id, key, payload) VALUES (${a.id}, 'contact.created', '{"orphan":true}'::jsonb)`
+          while (true) {
+            const event = yield* PubSub.take(subscription).pipe(Effect.timeout("10 seconds"))
+            if (event.company_id === a.id) return event
+          }
+        })).pipe(Effect.orDie))
+      )
+      assert.strictEqual(delivered.seq, base + 1)
+      assert.deepStrictEqual(delivered.data, { orphan: true })
+      const items = (yield* Effect.promise(() => replay(a.token, `?after=${base}`))).body.data.items as ReadonlyArray<Envelope>
+      assert.deepStrictEqual(seqs(items), [base + 1])
+    }), 20_000)
 })

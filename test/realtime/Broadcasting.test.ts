@@ -41,11 +41,14 @@ const tokenWithAbilities = (companyId: number, abilities: ReadonlyArray<string>)
     return `${id}|${secret}`
   }))
 
+/** Emits in a transaction of its own and answers the event as numbered (the company's newest). */
 const emit = (companyId: number, key: string, payload: unknown) =>
   server.runInApp(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const events = yield* Events
-    return yield* sql.withTransaction(events.emit(companyId, key, payload))
+    yield* sql.withTransaction(events.emit(companyId, key, payload))
+    const all = yield* events.replay(companyId, 0, 500)
+    return all[all.length - 1]!
   }))
 
 const emitThenRollBack = (companyId: number, key: string, payload: unknown) =>
