@@ -1,6 +1,7 @@
 import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { ChannelContext, ChannelType } from "../channels/Provider.ts"
+import type { ChannelRef } from "../messages/Rules.ts"
 import type { Contact, ContactAccount, ContactStatus, ListParams, MergeCounts } from "./Domain.ts"
 
 export interface ContactRow {
@@ -72,14 +73,7 @@ export interface BlockTarget {
   readonly last_inbound_at: Date | null
 }
 
-export interface ChannelRef {
-  readonly id: number
-  readonly type: ChannelType
-  readonly provider: ChannelContext["provider"]
-  readonly status: ChannelContext["status"]
-  readonly credentials: Uint8Array | null
-  readonly settings: Record<string, unknown>
-}
+export type { ChannelRef }
 
 /**
  * A call-permission request (`origin: request`; `sending` while the provider call is under way)

@@ -8,6 +8,7 @@ import { BlobStore, type BlobTooLarge } from "./BlobStore.ts"
 import {
   cleanFileName,
   isThumbnailable,
+  type MediaRow,
   type MediaType,
   mediaTypeOf,
   mimeFromFileName,
@@ -67,6 +68,15 @@ const multipartFailure = (limit: number) => (e: Multipart.MultipartError) => {
       return Effect.die(e)
   }
 }
+
+const toUpload = (row: MediaRow): Upload => ({
+  media_id: row.id,
+  storage_path: row.storage_path,
+  type: row.type,
+  mime_type: row.mime_type,
+  file_name: row.file_name,
+  size: row.size
+})
 
 interface Received {
   readonly storagePath: string
@@ -154,14 +164,7 @@ export class Media extends Context.Service<Media, {
           storagePath: file.storagePath,
           durationSeconds: null
         }).pipe(Effect.onError(() => store.remove(file.storagePath).pipe(Effect.ignore)))
-        return {
-          media_id: row.id,
-          storage_path: row.storage_path,
-          type: row.type,
-          mime_type: row.mime_type,
-          file_name: row.file_name,
-          size: row.size
-        } satisfies Upload
+        return toUpload(row)
       })
 
       const voice = Effect.fn("Media.voice")(function*(parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>) {
@@ -192,15 +195,7 @@ export class Media extends Context.Service<Media, {
             storagePath,
             durationSeconds: duration
           })
-          return {
-            media_id: row.id,
-            storage_path: row.storage_path,
-            type: row.type,
-            mime_type: row.mime_type,
-            file_name: row.file_name,
-            size: row.size,
-            duration: row.duration_seconds
-          } satisfies Upload
+          return { ...toUpload(row), duration: row.duration_seconds }
         }).pipe(
           Effect.scoped,
           Effect.ensuring(store.remove(input.storagePath).pipe(Effect.ignore))

@@ -5,19 +5,18 @@ import type { Message } from "./Domain.ts"
 
 export const blockedMessage = "This contact is blocked; the message was not sent."
 
+/** What a channel row must carry to reach its adapter. */
+export interface ChannelRef {
+  readonly id: number
+  readonly type: ChannelType
+  readonly provider: ChannelContext["provider"]
+  readonly status: ChannelContext["status"]
+  readonly credentials: Uint8Array | null
+  readonly settings: Record<string, unknown>
+}
+
 /** The channel as an adapter sees it; credentials that no longer decrypt count as none. */
-export const channelContext = (
-  credentials: Credentials["Service"],
-  companyId: number,
-  row: {
-    readonly id: number
-    readonly type: ChannelType
-    readonly provider: ChannelContext["provider"]
-    readonly status: ChannelContext["status"]
-    readonly credentials: Uint8Array | null
-    readonly settings: Record<string, unknown>
-  }
-): ChannelContext => ({
+export const channelContext = (credentials: Credentials["Service"], companyId: number, row: ChannelRef): ChannelContext => ({
   id: row.id,
   companyId,
   type: row.type,
