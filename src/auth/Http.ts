@@ -1,16 +1,16 @@
-import { Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer } from "effect"
 import { type Cookies, HttpEffect, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqualString } from "../platform/Crypto.ts"
 import { csrfMismatch } from "../platform/Errors.ts"
+import { clientIp } from "../platform/HttpKernel.ts"
 import { Auth, sessionLifetimeMs } from "./Auth.ts"
 import { SessionCookie, XsrfCookie, XsrfHeader } from "./Middleware.ts"
 
 type CookieOptions = NonNullable<Cookies.Cookie["options"]>
 
-const clientIp = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
 
 /** Sets (value) or expires (null) cookies on whatever answer this request ends with. */
 const writeCookies = (cookies: ReadonlyArray<readonly [name: string, value: string | null, options: CookieOptions]>) =>

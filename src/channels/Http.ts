@@ -3,6 +3,9 @@ import { HttpServerResponse } from "effect/http"
 import type { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { clientIp } from "../platform/HttpKernel.ts"
+import { RateLimiter } from "../platform/RateLimiter.ts"
 import { Channels } from "./Channels.ts"
 import { Hooks, MalformedBody } from "./Hooks.ts"
 
@@ -39,13 +42,29 @@ const accepted = <E, R>(effect: Effect.Effect<void, E | MalformedBody, R>) =>
 
 export const HooksHttp = HttpApiBuilder.group(Api, "hooks", Effect.fn(function*(handlers) {
   const hooks = yield* Hooks
+  const limiter = yield* RateLimiter
+  const config = yield* AppConfig
+  const rule = { limit: config.hooksRateLimitPerMinute, windowSeconds: 60 }
+  // Before the body is read or the channel looked up: an unauthenticated route must not let one client
+  // spend the database on forged requests. Providers retry a 429, so a burst over it is delayed, not lost.
+  const throttle = (channel: number, request: HttpServerRequest.HttpServerRequest) =>
+    limiter.enforce("global", `hook:${channel}:${clientIp(request)}`, rule)
   return handlers
     .handleRaw("telegram", ({ params, request }) =>
-      accepted(Effect.flatMap(rawBody(request), (body) =>
-        hooks.telegram(params.channel, request.headers["x-telegram-bot-api-secret-token"], body))))
-    .handle("whatsappVerify", ({ params, query }) =>
-      hooks.whatsappVerify(params.channel, query["hub.mode"], query["hub.verify_token"], query["hub.challenge"]))
+      Effect.andThen(
+        throttle(params.channel, request),
+        accepted(Effect.flatMap(rawBody(request), (body) =>
+          hooks.telegram(params.channel, request.headers["x-telegram-bot-api-secret-token"], body)))
+      ))
+    .handle("whatsappVerify", ({ params, query, request }) =>
+      Effect.andThen(
+        throttle(params.channel, request),
+        hooks.whatsappVerify(params.channel, query["hub.mode"], query["hub.verify_token"], query["hub.challenge"])
+      ))
     .handleRaw("whatsapp", ({ params, request }) =>
-      accepted(Effect.flatMap(rawBody(request), (body) =>
-        hooks.whatsapp(params.channel, request.headers["x-hub-signature-256"], body))))
+      Effect.andThen(
+        throttle(params.channel, request),
+        accepted(Effect.flatMap(rawBody(request), (body) =>
+          hooks.whatsapp(params.channel, request.headers["x-hub-signature-256"], body)))
+      ))
 }))

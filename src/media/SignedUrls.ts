@@ -5,6 +5,7 @@ import { createHmac, hkdfSync, randomBytes } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqualString } from "../platform/Crypto.ts"
 import { Forbidden, NotFound, TooManyRequests } from "../platform/Errors.ts"
+import { clientIp } from "../platform/HttpKernel.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 
 const keySetting = "signed_urls_key"
@@ -85,8 +86,7 @@ export class SignedUrls extends Context.Service<SignedUrls, {
 
     const authorize = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const ip = Option.getOrElse(request.remoteAddress, () => "unknown")
-      yield* limiter.enforce("global", `signed:ip:${ip}`, signedRouteRule)
+      yield* limiter.enforce("global", `signed:ip:${clientIp(request)}`, signedRouteRule)
       if (!(yield* verify(request.url))) return yield* invalidSignature()
     })
 

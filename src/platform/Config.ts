@@ -22,6 +22,8 @@ export interface AppConfigShape {
   readonly maxBodyBytes: number
   /** Message search and around: requests per minute per token or session user (spec: 120). */
   readonly heavyRateLimitPerMinute: number
+  /** Provider webhooks (`/hooks/…`): requests per minute per channel and client IP. */
+  readonly hooksRateLimitPerMinute: number
   /** Budget of one message search in PostgreSQL (statement_timeout); beyond it the search answers 503. */
   readonly searchTimeoutMs: number
   /** Message search counts matches up to this many; at the cap `total_matches` is a lower bound. */
@@ -68,6 +70,7 @@ const config = Config.all({
   loginWindowSeconds: Config.Int("LOGIN_WINDOW_SECONDS").pipe(Config.withDefault(900)),
   maxBodyBytes: Config.Int("MAX_BODY_BYTES").pipe(Config.withDefault(1024 * 1024)),
   heavyRateLimitPerMinute: Config.Int("HEAVY_RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(120)),
+  hooksRateLimitPerMinute: Config.Int("HOOKS_RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(6000)),
   searchTimeoutMs: Config.Int("SEARCH_TIMEOUT_MS").pipe(Config.withDefault(2000)),
   searchCountCap: Config.Int("SEARCH_COUNT_CAP").pipe(Config.withDefault(1000)),
   cluster: Config.option(Config.Literals(["single", "socket"], "CLUSTER")),

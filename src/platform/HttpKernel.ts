@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Schema, SchemaIssue, type Types } from "effect"
+import { Cause, Context, Effect, Option, Schema, SchemaIssue, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { randomUUID } from "node:crypto"
@@ -16,6 +16,9 @@ export const CurrentRequest = Context.Reference<RequestState | undefined>("crm/p
 })
 
 /** Adds headers to the final answer, whatever it turns out to be (success or error). */
+/** The peer's address, as the throttles key clients (no proxy headers are trusted). */
+export const clientIp = (request: HttpServerRequest.HttpServerRequest) => Option.getOrElse(request.remoteAddress, () => "unknown")
+
 export const addResponseHeaders = (headers: Record<string, string>) =>
   Effect.gen(function*() {
     const state = yield* CurrentRequest
