@@ -63,7 +63,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         const inline = notify === null ? sql`` : sql`, LATERAL (SELECT json_build_object('n', ${notify.node}::text, 'c', e.company_id,
             'i', e.seq, 'e', json_build_object('seq', e.seq, 'event', e.key, 'company_id', e.company_id,
             'occurred_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', e.payload))::text AS inline) n`
-        return Effect.gen(function*() {
+        const numbering = Effect.gen(function*() {
           // Locked by its own statement first: the numbering statement's snapshot is then taken after
           // any sequencer before this one committed, so it never sees their events as unnumbered.
           // NO KEY: writers' foreign keys to the company (KEY SHARE) must not wait for this lock.
@@ -82,7 +82,14 @@ export class EventsRepo extends Context.Service<EventsRepo, {
               RETURNING ev.id, ev.company_id, ev.seq, ev.key, ev.payload, ev.created_at
             )
             SELECT e.id, e.company_id, e.seq, e.key, e.payload, e.created_at ${announce} FROM e ${inline} ORDER BY e.seq`
-        }).pipe(sql.withTransaction, Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
+        }).pipe(sql.withTransaction, Effect.map((rows) => rows.map(toEnvelope)))
+        // A read of the partial index first: with nothing to number (every replay, most sweeps, the
+        // run after a batch) no row lock is taken and nothing is written or flushed.
+        return sql<{ pending: boolean }>`
+          SELECT EXISTS (SELECT 1 FROM events WHERE company_id = ${companyId} AND seq IS NULL) AS pending`.pipe(
+          Effect.flatMap((rows) => rows[0].pending ? numbering : Effect.succeed([])),
+          Effect.orDie
+        )
       }
 
       const unsequenced = (olderThanMs: number) =>
