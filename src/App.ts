@@ -15,6 +15,7 @@ import { Routes } from "./Http.ts"
 import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
 import { LoggingLayer } from "./platform/Logging.ts"
 import { BlobStore } from "./media/BlobStore.ts"
+import { Imaging } from "./media/Imaging.ts"
 import { SignedUrls } from "./media/SignedUrls.ts"
 import { Mailer } from "./platform/Mail.ts"
 import { Sms } from "./platform/Sms.ts"
@@ -47,7 +48,7 @@ export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(ConversationEntities.pipe(Layer.provide(Sender.layer))),
-    Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer)),
+    Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),
     Layer.provideMerge(config),

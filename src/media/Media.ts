@@ -1,7 +1,6 @@
-import { Context, Effect, Layer, Option, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import type { HttpServerResponse, Multipart } from "effect/http"
 import { join } from "node:path"
-import sharp from "sharp"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
 import { BlobStore, type BlobTooLarge } from "./BlobStore.ts"
@@ -21,11 +20,9 @@ import {
 } from "./Domain.ts"
 import type { NewAttachment } from "../messages/Repo.ts"
 import { fileResponse } from "./FileResponse.ts"
+import { Imaging, thumbnailPath, webpOfWidth } from "./Imaging.ts"
 import { MediaRepo } from "./Repo.ts"
 import { acceptsDeclared, Voice } from "./Voice.ts"
-
-/** The spec's pixel budget for decoding (also the sticker limit); larger images get no thumbnail. */
-export const maxDecodePixels = 25_000_000
 
 /** An attachment row before it has an id, as the messages repo stores it. */
 export type ResolvedAttachment = NewAttachment
@@ -108,7 +105,7 @@ export class Media extends Context.Service<Media, {
       const store = yield* BlobStore
       const repo = yield* MediaRepo
       const voices = yield* Voice
-      const imaging = yield* Semaphore.make(2)
+      const imaging = yield* Imaging
 
       /** The first `file` part streamed into `storagePath`; other parts are drained. */
       const receive = (
@@ -205,21 +202,15 @@ export class Media extends Context.Service<Media, {
       /** A kept WebP thumbnail of `width`, made on first request; None when the image cannot be decoded within the limits. */
       const thumbnail = (storagePath: string, width: number) =>
         Effect.gen(function*() {
-          const path = `${storagePath}.w${width}.webp`
+          const path = thumbnailPath(storagePath, width)
           if (Option.isSome(yield* store.size(path))) return Option.some(path)
           const source = yield* store.absolute(storagePath)
-          const made = yield* imaging.withPermits(1)(Effect.tryPromise(() =>
-            sharp(source, { limitInputPixels: maxDecodePixels, failOn: "error", animated: false })
-              .rotate()
-              .resize({ width, withoutEnlargement: true })
-              .webp({ quality: 80 })
-              .toBuffer()
-          )).pipe(Effect.option)
+          const made = yield* imaging.run(webpOfWidth(source, width)).pipe(Effect.option)
           if (Option.isNone(made)) {
             yield* Effect.logInfo("thumbnail not made", { storage_path: storagePath, width })
             return Option.none<string>()
           }
-          yield* store.write(path, new Uint8Array(made.value))
+          yield* store.write(path, made.value)
           return Option.some(path)
         }).pipe(Effect.orDie)
 

@@ -1,10 +1,10 @@
-import { Context, Effect, Layer, Option, Semaphore } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import sharp from "sharp"
 import type { NotFound } from "../platform/Errors.ts"
 import { BlobStore } from "./BlobStore.ts"
 import { bytesFileResponse, fileResponse } from "./FileResponse.ts"
-import { maxDecodePixels } from "./Media.ts"
+import { Imaging, maxDecodePixels, thumbnailPath, webpOfWidth } from "./Imaging.ts"
 
 /** Spec: a WebP preview at most 256 px wide for a decodable image wider than that; the original otherwise. */
 export const previewWidth = 256
@@ -32,21 +32,14 @@ const displayedWidth = (input: string | Uint8Array) =>
     Effect.orElseSucceed(() => Option.none<{ readonly width: number; readonly format: string }>())
   )
 
-const toPreview = (input: string | Uint8Array) =>
-  Effect.tryPromise(() =>
-    sharp(input, { limitInputPixels: maxDecodePixels, failOn: "error", animated: false })
-      .rotate()
-      .resize({ width: previewWidth, withoutEnlargement: true })
-      .webp({ quality: 80 })
-      .toBuffer()
-  ).pipe(Effect.map((buffer) => new Uint8Array(buffer)), Effect.option)
+const toPreview = (input: string | Uint8Array) => Effect.option(webpOfWidth(input, previewWidth))
 
 type Answer = Option.Option<HttpServerResponse.HttpServerResponse>
 
 /**
  * What the photo routes (`/v1/contacts/{id}/photo`, `/v1/users/{id}/photo`) answer for an image:
  * a decodable image wider than 256 px as a WebP preview 256 px wide, anything else as the
- * original. Both routes share the two decoding permits.
+ * original. Decoding takes the runner's imaging permits.
  */
 export class PhotoFiles extends Context.Service<PhotoFiles, {
   /** A stored image: its kept preview (made once, next to it) when it is wide enough, else the file; None when the file is gone. */
@@ -58,18 +51,18 @@ export class PhotoFiles extends Context.Service<PhotoFiles, {
     PhotoFiles,
     Effect.gen(function*() {
       const store = yield* BlobStore
-      const imaging = yield* Semaphore.make(2)
+      const imaging = yield* Imaging
 
       const stored = Effect.fnUntraced(function*(path: string, mimeType: string | null) {
         if (Option.isNone(yield* store.size(path).pipe(Effect.orDie))) return Option.none()
-        const previewPath = `${path}.w${previewWidth}.webp`
+        const previewPath = thumbnailPath(path, previewWidth)
         if (Option.isSome(yield* store.size(previewPath).pipe(Effect.orDie))) {
           return Option.some(yield* fileResponse(store, previewPath, { mimeType: "image/webp", fileName: null, cacheControl }))
         }
         const absolute = yield* store.absolute(path).pipe(Effect.orDie)
-        const decoded = yield* imaging.withPermits(1)(displayedWidth(absolute))
+        const decoded = yield* imaging.run(displayedWidth(absolute))
         if (Option.isSome(decoded) && decoded.value.width > previewWidth) {
-          const preview = yield* imaging.withPermits(1)(toPreview(absolute))
+          const preview = yield* imaging.run(toPreview(absolute))
           if (Option.isSome(preview)) {
             yield* store.write(previewPath, preview.value).pipe(Effect.orDie)
             return Option.some(yield* fileResponse(store, previewPath, { mimeType: "image/webp", fileName: null, cacheControl }))
@@ -80,10 +73,10 @@ export class PhotoFiles extends Context.Service<PhotoFiles, {
       })
 
       const bytes = Effect.fnUntraced(function*(input: Uint8Array) {
-        const decoded = yield* imaging.withPermits(1)(displayedWidth(input))
+        const decoded = yield* imaging.run(displayedWidth(input))
         if (Option.isNone(decoded)) return Option.none()
         if (decoded.value.width > previewWidth) {
-          const preview = yield* imaging.withPermits(1)(toPreview(input))
+          const preview = yield* imaging.run(toPreview(input))
           if (Option.isSome(preview)) {
             return Option.some(yield* bytesFileResponse(preview.value, { mimeType: "image/webp", fileName: null, cacheControl }))
           }

@@ -1,6 +1,7 @@
 import { Data, Effect } from "effect"
 import sharp from "sharp"
-import { maxInputBytes, maxInputPixels } from "./Domain.ts"
+import { maxDecodePixels } from "../media/Imaging.ts"
+import { maxInputBytes } from "./Domain.ts"
 
 export const stickerSide = 512
 /** Beyond the spec: WhatsApp refuses static stickers over 100 KB. */
@@ -40,7 +41,7 @@ const reject = (reason: SkipReason, message: string) => new StickerImageRejected
 const decodeFailure = (cause: unknown) => {
   const text = cause instanceof Error ? cause.message : String(cause)
   return /pixel limit/i.test(text)
-    ? reject("too_many_pixels", `The image is larger than ${maxInputPixels / 1_000_000} megapixels.`)
+    ? reject("too_many_pixels", `The image is larger than ${maxDecodePixels / 1_000_000} megapixels.`)
     : reject("unreadable_image", "The image could not be decoded.")
 }
 
@@ -59,10 +60,10 @@ export const convertToSticker = (bytes: Uint8Array): Effect.Effect<ConvertedStic
       return yield* reject("file_too_large", `The file is larger than ${maxInputBytes / 1024 / 1024} MB.`)
     }
     if (sniffFormat(bytes) === null) return yield* reject("unsupported_format", "Only PNG, JPEG and WebP images are accepted.")
-    const options = { limitInputPixels: maxInputPixels, failOn: "error", autoOrient: true, pages: 1 } as const
+    const options = { limitInputPixels: maxDecodePixels, failOn: "error", autoOrient: true, pages: 1 } as const
     const meta = yield* Effect.tryPromise({ try: () => sharp(bytes, options).metadata(), catch: decodeFailure })
-    if ((meta.width ?? 0) * (meta.pageHeight ?? meta.height ?? 0) > maxInputPixels) {
-      return yield* reject("too_many_pixels", `The image is larger than ${maxInputPixels / 1_000_000} megapixels.`)
+    if ((meta.width ?? 0) * (meta.pageHeight ?? meta.height ?? 0) > maxDecodePixels) {
+      return yield* reject("too_many_pixels", `The image is larger than ${maxDecodePixels / 1_000_000} megapixels.`)
     }
     const canvas = yield* Effect.tryPromise({
       try: () =>

@@ -1,9 +1,8 @@
 import { Schema } from "effect"
 
-/** Spec limits of an upload: 1-120 files of up to 5 MB and 25 megapixels each. */
+/** Spec limits of an upload: 1-120 files of up to 5 MB and 25 megapixels (`maxDecodePixels`) each. */
 export const maxFilesPerUpload = 120
 export const maxInputBytes = 5 * 1024 * 1024
-export const maxInputPixels = 25_000_000
 /** Every file at its limit, plus room for the multipart framing and one oversized file being drained. */
 export const maxUploadBytes = (maxFilesPerUpload + 1) * maxInputBytes + 1024 * 1024
 

@@ -1,9 +1,10 @@
-import { Context, Effect, Layer, Option, Semaphore, Stream } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import type { HttpServerResponse, Multipart } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { BlobStore, ownedBy } from "../media/BlobStore.ts"
 import { fileResponse } from "../media/FileResponse.ts"
+import { Imaging } from "../media/Imaging.ts"
 import { SignedUrls } from "../media/SignedUrls.ts"
 import { type Forbidden, forbidden, invalidField, type NotFound, notFound, Unprocessable } from "../platform/Errors.ts"
 import { ChannelAccess } from "../teams/ChannelAccess.ts"
@@ -85,7 +86,7 @@ export class Stickers extends Context.Service<Stickers, {
   deleteSticker(stickerId: number): Effect.Effect<void, Denied, CurrentActor>
   /** The file behind a signed link (the caller has checked the signature, which covers `company`), ranges and validators included. */
   file(companyId: number, stickerId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
-  /** The conversion pipeline, at most two images at a time per runner (a 25-megapixel decode holds ~100 MB). */
+  /** The conversion pipeline, within the runner's imaging permits. */
   convert(bytes: Uint8Array): Effect.Effect<ConvertedSticker, StickerImageRejected>
   /** A stored sticker as the API shows it. */
   view(row: StickerRow): Sticker
@@ -100,9 +101,9 @@ export class Stickers extends Context.Service<Stickers, {
       const signed = yield* SignedUrls
       const access = yield* ChannelAccess
       const sql = yield* SqlClient.SqlClient
-      const imaging = yield* Semaphore.make(2)
+      const imaging = yield* Imaging
 
-      const convert = (bytes: Uint8Array) => imaging.withPermits(1)(convertToSticker(bytes))
+      const convert = (bytes: Uint8Array) => imaging.run(convertToSticker(bytes))
 
       const view = (row: StickerRow): Sticker => ({
         id: row.id,
