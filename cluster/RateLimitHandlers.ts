@@ -73,7 +73,13 @@ export const CompanyLayer = Company.toLayer(
           while (hits.length > 0 && hits[0].at <= now - horizonMs) hits.shift()
           const decision = decideLogged(hits, payload.subject, payload.rules, now)
           if (decision.allowed) {
+            // Rows past the longest window are dropped as new ones arrive, so a busy entity that never
+            // reloads its log still keeps the table at one window's worth.
             yield* sql`
+              WITH expired AS (
+                DELETE FROM company_throttle_log
+                WHERE company_id = ${companyId} AND log = ${payload.log} AND at <= ${new Date(now - horizonMs)}
+              )
               INSERT INTO company_throttle_log (company_id, log, subject, at)
               VALUES (${companyId}, ${payload.log}, ${payload.subject}, ${new Date(now)})`
             hits.push({ subject: payload.subject, at: now })

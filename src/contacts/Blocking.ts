@@ -1,13 +1,13 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { Company, type LoggedRule } from "../../cluster/RateLimit.ts"
+import type { LoggedRule } from "../../cluster/RateLimit.ts"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Credentials } from "../channels/Credentials.ts"
 import { channelRules, Providers } from "../channels/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { channelContext, windowClosed } from "../messages/Rules.ts"
-import { type Forbidden, type NotFound, type TooManyRequests, tooManyRequests } from "../platform/Errors.ts"
-import { addResponseHeaders } from "../platform/HttpKernel.ts"
+import type { Forbidden, NotFound, TooManyRequests } from "../platform/Errors.ts"
+import { RateLimiter } from "../platform/RateLimiter.ts"
 import { contactNotFound } from "./Contacts.ts"
 import type { BlockContact, BlockPreviewChannel, BlockResult, ProviderFailure } from "./Domain.ts"
 import { type BlockTarget, ContactsRepo } from "./Repo.ts"
@@ -55,18 +55,10 @@ export class ContactBlocking extends Context.Service<ContactBlocking, {
       const sql = yield* SqlClient.SqlClient
       const credentials = yield* Credentials
       const providers = yield* Providers
-      const companies = yield* Company.client
+      const limiter = yield* RateLimiter
 
-      const throttle = Effect.fnUntraced(function*(companyId: number, contactId: number) {
-        const decision = yield* companies(String(companyId))
-          .ConsumeLogged({ log: blockLog, subject: String(contactId), rules: blockRules })
-          .pipe(Effect.orDie)
-        if (!decision.allowed) {
-          const retryAfter = Math.ceil(decision.retryAfterMs / 1000)
-          yield* addResponseHeaders({ "retry-after": String(retryAfter) })
-          return yield* tooManyRequests(retryAfter)
-        }
-      })
+      const throttle = (companyId: number, contactId: number) =>
+        limiter.enforceLogged(companyId, blockLog, String(contactId), blockRules)
 
       /** One call per distinct recipient of the channel; the channel's first failure is its outcome. */
       const propagate = (companyId: number, targets: ReadonlyArray<BlockTarget>, operation: "block" | "unblock") =>
