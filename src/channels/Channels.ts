@@ -5,10 +5,11 @@ import { randomToken } from "../platform/Crypto.ts"
 import {
   BadGateway,
   type Forbidden,
+  invalidFields,
   type NotFound,
   notFound,
   ruleViolation,
-  Unprocessable
+  type Unprocessable
 } from "../platform/Errors.ts"
 import { ChannelAccess } from "../teams/ChannelAccess.ts"
 import { Credentials } from "./Credentials.ts"
@@ -35,14 +36,7 @@ const formats: Partial<Record<keyof ChannelCredentials, readonly [RegExp, string
   phone_number_id: [phoneNumberIdPattern, "The credentials.phone_number_id field must contain only digits."]
 }
 
-const invalid = (errors: Record<string, Array<string>>) => {
-  const messages = Object.values(errors).flat()
-  const extra = messages.length - 1
-  return new Unprocessable({
-    message: extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0],
-    errors
-  })
-}
+const invalid = invalidFields
 
 /** Only the keys the provider uses, each checked; missing required keys are reported by the caller. */
 const credentialErrors = (provider: ProviderKind, credentials: Record<string, string>) => {

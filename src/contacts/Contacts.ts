@@ -4,7 +4,14 @@ import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { ChannelTypes } from "../channels/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { SignedUrls } from "../media/SignedUrls.ts"
-import { type Forbidden, invalidField, type NotFound, notFound, Unprocessable } from "../platform/Errors.ts"
+import {
+  type Forbidden,
+  invalidField,
+  invalidFields,
+  type NotFound,
+  notFound,
+  type Unprocessable
+} from "../platform/Errors.ts"
 import { pageInfo } from "../platform/Pagination.ts"
 import {
   type Contact,
@@ -23,14 +30,7 @@ import { type AccountValue, type ContactRecord, ContactsRepo, type EmailValue, t
 export const contactNotFound = () => notFound("Contact not found.")
 
 /** 422 `{message, errors}` with the first message (and how many more) as the summary, like the decode errors. */
-export const invalid = (errors: Record<string, Array<string>>) => {
-  const messages = Object.values(errors).flat()
-  const extra = messages.length - 1
-  return new Unprocessable({
-    message: extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0],
-    errors
-  })
-}
+export const invalid = invalidFields
 
 const channelLabels: Record<string, string> = {
   msgr_a: "Messenger A",

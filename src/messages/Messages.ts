@@ -11,6 +11,7 @@ import {
   BadGateway,
   Conflict,
   type Forbidden,
+  invalidFields,
   NotFound,
   notFound,
   ruleViolation,
@@ -57,14 +58,7 @@ export const messageNotFound = () => notFound("Message not found.")
 const threadNotFound = () => notFound("Thread not found.")
 const channelNotFound = () => notFound("Channel not found.")
 
-const invalid = (errors: Record<string, Array<string>>) => {
-  const messages = Object.values(errors).flat()
-  const extra = messages.length - 1
-  return new Unprocessable({
-    message: extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0],
-    errors
-  })
-}
+const invalid = invalidFields
 
 const present = <A>(value: A | null | undefined): value is A => value !== null && value !== undefined
 

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { CurrentActor } from "../auth/Domain.ts"
-import { Unprocessable } from "../platform/Errors.ts"
+import { invalidFields, type Unprocessable } from "../platform/Errors.ts"
 import {
   type CategoryKey,
   fixedCategories,
@@ -13,14 +13,7 @@ import {
 } from "./Domain.ts"
 import { NotificationsRepo } from "./Repo.ts"
 
-const invalid = (errors: Record<string, Array<string>>) => {
-  const messages = Object.values(errors).flat()
-  const extra = messages.length - 1
-  return new Unprocessable({
-    message: extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0],
-    errors
-  })
-}
+const invalid = invalidFields
 
 export class NotificationPreferences extends Context.Service<NotificationPreferences, {
   readonly get: Effect.Effect<Snapshot, never, CurrentActor>

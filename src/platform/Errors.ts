@@ -38,6 +38,14 @@ export class Unprocessable extends Schema.Error<Unprocessable>("Unprocessable")(
   errors: Schema.optionalKey(Schema.Record(Schema.String, Schema.Array(Schema.String))),
   error_code: Schema.optionalKey(Schema.String)
 }, { httpApiStatus: 422 }) {}
+/** The 422 summary line: the first message, then how many more there are. */
+export const summaryOf = (errors: Record<string, ReadonlyArray<string>>, fallback = "The given data was invalid.") => {
+  const messages = Object.values(errors).flat()
+  const extra = messages.length - 1
+  return messages.length === 0 ? fallback : extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0]
+}
+/** 422 on several fields: `{message, errors:{field:[…]}}`. */
+export const invalidFields = (errors: Record<string, Array<string>>) => new Unprocessable({ message: summaryOf(errors), errors })
 /** 422 on one field: `{message, errors:{field:[message]}}`. */
 export const invalidField = (field: string, message: string) => new Unprocessable({ message, errors: { [field]: [message] } })
 /** 422 for a business rule: `{message, error_code}`. */

@@ -65,10 +65,7 @@ export const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
       : fieldMessage(field, issue.message)
     ;(errors[field] ??= []).push(message)
   }
-  const messages = Object.values(errors).flat()
-  const extra = messages.length - 1
-  const message = extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0]
-  return json(422, { message: message ?? "The given data was invalid.", errors })
+  return json(422, { message: Errors.summaryOf(errors), errors })
 }
 
 const encodeWire = (error: unknown) => {

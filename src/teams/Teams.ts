@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { type Forbidden, type NotFound, notFound, Unprocessable } from "../platform/Errors.ts"
+import { type Forbidden, invalidFields, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
 import type { CreateTeam, Team, UpdateTeam } from "./Domain.ts"
 import { TeamsRepo } from "./Repo.ts"
 
@@ -18,11 +18,7 @@ const foreignIds = (checks: ReadonlyArray<{ field: string; ids: ReadonlyArray<nu
       if (!valid.has(id)) errors[`${field}.${index}`] = [`The selected ${field}.${index} is invalid.`]
     })
   }
-  const messages = Object.values(errors).flat()
-  if (messages.length === 0) return Option.none()
-  const extra = messages.length - 1
-  const message = extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0]
-  return Option.some(new Unprocessable({ message, errors }))
+  return Object.keys(errors).length === 0 ? Option.none() : Option.some(invalidFields(errors))
 }
 
 export class Teams extends Context.Service<Teams, {
