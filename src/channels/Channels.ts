@@ -11,8 +11,8 @@ import {
   ruleViolation,
   type Unprocessable
 } from "../platform/Errors.ts"
-import { ChannelAccess } from "../teams/ChannelAccess.ts"
-import { Credentials } from "./Credentials.ts"
+import { ChannelAccess } from "../auth/ChannelAccess.ts"
+import { Credentials } from "../providers/Credentials.ts"
 import {
   type Channel,
   type ChannelCredentials,
@@ -21,11 +21,11 @@ import {
   requiredCredentials,
   type UpdateChannel
 } from "./Domain.ts"
-import type { ChannelContext, ProviderKind } from "./Provider.ts"
-import { ProvidersLayer } from "./Providers.ts"
+import type { ChannelContext, ProviderKind } from "../providers/Provider.ts"
+import { ProvidersLayer } from "../providers/Providers.ts"
 import { type ChannelRow, ChannelsRepo } from "./Repo.ts"
-import { botTokenPattern, TelegramApi } from "./Telegram.ts"
-import { phoneNumberIdPattern } from "./WhatsAppCloud.ts"
+import { botTokenPattern, TelegramApi } from "../providers/Telegram.ts"
+import { phoneNumberIdPattern } from "../providers/WhatsAppCloud.ts"
 
 export const channelNotFound = () => notFound("Channel not found.")
 

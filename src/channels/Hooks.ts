@@ -13,9 +13,9 @@ import {
 } from "../platform/Errors.ts"
 import { channelNotFound, Channels } from "./Channels.ts"
 import type { SandboxCallPermission, SandboxInbound, SandboxStatus } from "./Domain.ts"
-import { type ChannelContext, channelRules, type InboundMessage } from "./Provider.ts"
-import { normalizeUpdate, TelegramUpdate } from "./Telegram.ts"
-import { normalizeWebhook, validSignature, WhatsAppWebhook } from "./WhatsAppCloud.ts"
+import { type ChannelContext, channelRules, type InboundMessage } from "../providers/Provider.ts"
+import { normalizeUpdate, TelegramUpdate } from "../providers/Telegram.ts"
+import { normalizeWebhook, validSignature, WhatsAppWebhook } from "../providers/WhatsAppCloud.ts"
 
 /** A verified request whose body is not JSON at all (400). */
 export class MalformedBody extends Data.TaggedError("MalformedBody")<{ readonly message: string }> {}

@@ -1,8 +1,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import type { VisibleChannels } from "../teams/ChannelAccess.ts"
+import type { VisibleChannels } from "../auth/ChannelAccess.ts"
 import type { ChannelStatus } from "./Domain.ts"
-import type { ChannelType, ProviderKind } from "./Provider.ts"
+import type { ChannelType, ProviderKind } from "../providers/Provider.ts"
 
 export interface ChannelRow {
   readonly id: number

@@ -24,7 +24,7 @@ import {
   ResolveIdentifiers,
   UpdateContact
 } from "./Domain.ts"
-import { SignedRouteErrors, signedQuery } from "../media/SignedUrls.ts"
+import { SignedRouteErrors, signedQuery } from "../platform/files/SignedUrls.ts"
 
 const Params = { contact: ContactId }
 const One = Schema.Struct({ data: Contact })

@@ -1,9 +1,9 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
-import { ChannelTypes } from "../channels/Provider.ts"
+import { ChannelTypes } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
-import { SignedUrls } from "../media/SignedUrls.ts"
+import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import {
   type Forbidden,
   invalidField,

@@ -1,6 +1,6 @@
 import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import type { ChannelContext, ChannelType } from "../channels/Provider.ts"
+import type { ChannelContext, ChannelType } from "../providers/Provider.ts"
 import type { ChannelRef } from "../messages/Rules.ts"
 import type { Contact, ContactAccount, ContactStatus, ListParams, MergeCounts } from "./Domain.ts"
 

@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { type Forbidden, type NotFound, notFound } from "../platform/Errors.ts"
 import { type PageInfo, pageInfo } from "../platform/Pagination.ts"
-import { ChannelAccess } from "../teams/ChannelAccess.ts"
+import { ChannelAccess } from "../auth/ChannelAccess.ts"
 import type { Conversation, ConversationDetail } from "./Domain.ts"
 import { ConversationsRepo } from "./Repo.ts"
 

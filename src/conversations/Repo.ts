@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import type { VisibleChannels } from "../teams/ChannelAccess.ts"
+import type { VisibleChannels } from "../auth/ChannelAccess.ts"
 import type { Conversation, Thread } from "./Domain.ts"
 
 interface ConversationRow {

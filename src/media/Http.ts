@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { invalidField, notFound } from "../platform/Errors.ts"
 import { Media } from "./Media.ts"
-import { signedCompany, SignedUrls } from "./SignedUrls.ts"
+import { signedCompany, SignedUrls } from "../platform/files/SignedUrls.ts"
 
 const notAForm = () => Effect.fail(invalidField("file", "The request must be multipart/form-data with a file field."))
 

@@ -1,5 +1,5 @@
 import { isThumbnailable } from "./Domain.ts"
-import type { SignedUrls } from "./SignedUrls.ts"
+import type { SignedUrls } from "../platform/files/SignedUrls.ts"
 
 /** The signed media route of an attachment (its company rides in the signed query). */
 export const attachmentMediaPath = (messageId: number, attachmentId: number) =>

@@ -3,7 +3,7 @@ import type { HttpServerResponse, Multipart } from "effect/http"
 import { join } from "node:path"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
-import { BlobStore, type BlobTooLarge } from "./BlobStore.ts"
+import { BlobStore, type BlobTooLarge } from "../platform/files/BlobStore.ts"
 import {
   cleanFileName,
   isThumbnailable,
@@ -19,8 +19,8 @@ import {
   voiceLimitBytes
 } from "./Domain.ts"
 import type { NewAttachment } from "../messages/Repo.ts"
-import { fileResponse } from "./FileResponse.ts"
-import { Imaging, thumbnailPath, webpOfWidth } from "./Imaging.ts"
+import { fileResponse } from "../platform/files/FileResponse.ts"
+import { Imaging, thumbnailPath, webpOfWidth } from "../platform/files/Imaging.ts"
 import { MediaRepo } from "./Repo.ts"
 import { acceptsDeclared, Voice } from "./Voice.ts"
 

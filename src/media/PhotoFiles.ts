@@ -2,9 +2,9 @@ import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import sharp from "sharp"
 import type { NotFound } from "../platform/Errors.ts"
-import { BlobStore } from "./BlobStore.ts"
-import { bytesFileResponse, fileResponse } from "./FileResponse.ts"
-import { Imaging, maxDecodePixels, thumbnailPath, webpOfWidth } from "./Imaging.ts"
+import { BlobStore } from "../platform/files/BlobStore.ts"
+import { bytesFileResponse, fileResponse } from "../platform/files/FileResponse.ts"
+import { Imaging, maxDecodePixels, thumbnailPath, webpOfWidth } from "../platform/files/Imaging.ts"
 
 /** Spec: a WebP preview at most 256 px wide for a decodable image wider than that; the original otherwise. */
 export const previewWidth = 256

@@ -1,6 +1,6 @@
 import { Clock, Config, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import type { ChannelContext, InboundMessage, InboundStatus } from "../channels/Provider.ts"
+import type { ChannelContext, InboundMessage, InboundStatus } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { AttachmentTypes, canonicalType } from "./Domain.ts"
 import { MessagesRepo, type NewAttachment, toMessage } from "./Repo.ts"

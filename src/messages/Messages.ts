@@ -2,8 +2,8 @@ import { Clock, Context, Effect, Layer, Option, type Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conversation, type OutgoingAttachment, type SendRequest, type SendRefused } from "../../cluster/Conversation.ts"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
-import { Credentials } from "../channels/Credentials.ts"
-import { type ChannelType, channelRules, type ProviderError, Providers } from "../channels/Provider.ts"
+import { Credentials } from "../providers/Credentials.ts"
+import { type ChannelType, channelRules, type ProviderError, Providers } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { normalizeMime } from "../media/Domain.ts"
 import { Media } from "../media/Media.ts"
@@ -22,7 +22,7 @@ import {
 import { Idempotency, keyInFlight, keyMismatch, requestHash } from "../platform/Idempotency.ts"
 import { cursorInfo, pageInfo } from "../platform/Pagination.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
-import { ChannelAccess } from "../teams/ChannelAccess.ts"
+import { ChannelAccess } from "../auth/ChannelAccess.ts"
 import type {
   Attachment,
   AttachmentInput,

@@ -1,9 +1,9 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { type ChannelType, channelRules } from "../channels/Provider.ts"
+import { type ChannelType, channelRules } from "../providers/Provider.ts"
 import { withLinks } from "../media/Links.ts"
-import { SignedUrls } from "../media/SignedUrls.ts"
-import type { VisibleChannels } from "../teams/ChannelAccess.ts"
+import { SignedUrls } from "../platform/files/SignedUrls.ts"
+import type { VisibleChannels } from "../auth/ChannelAccess.ts"
 import type { Attachment, Message, Reaction, SortBy, SortDir, StatusEntry } from "./Domain.ts"
 
 export interface MessageRow {

@@ -1,6 +1,6 @@
 import { Option } from "effect"
-import type { Credentials } from "../channels/Credentials.ts"
-import { type ChannelContext, type ChannelType, channelRules } from "../channels/Provider.ts"
+import type { Credentials } from "../providers/Credentials.ts"
+import { type ChannelContext, type ChannelType, channelRules } from "../providers/Provider.ts"
 import type { Message } from "./Domain.ts"
 
 export const blockedMessage = "This contact is blocked; the message was not sent."

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { Company, type LoggedRule, Throttle } from "../../cluster/RateLimit.ts"
+import { Company, type LoggedRule, Throttle } from "../../cluster/Company.ts"
 import { AppConfig } from "./Config.ts"
 import { type TooManyRequests, tooManyRequests } from "./Errors.ts"
 import { addResponseHeaders } from "./HttpKernel.ts"

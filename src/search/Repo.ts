@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
-import type { VisibleChannels } from "../teams/ChannelAccess.ts"
+import type { VisibleChannels } from "../auth/ChannelAccess.ts"
 
 export interface SearchRow {
   readonly id: number

@@ -12,7 +12,7 @@ import {
 } from "../platform/Errors.ts"
 import { offsetOf, pageInfo } from "../platform/Pagination.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
-import { ChannelAccess } from "../teams/ChannelAccess.ts"
+import { ChannelAccess } from "../auth/ChannelAccess.ts"
 import { perPageRange, type SearchInput, type SearchResult, snippetOf } from "./Domain.ts"
 import { SearchRepo } from "./Repo.ts"
 

@@ -1,6 +1,6 @@
 import { Data, Effect } from "effect"
 import sharp from "sharp"
-import { maxDecodePixels } from "../media/Imaging.ts"
+import { maxDecodePixels } from "../platform/files/Imaging.ts"
 import { maxInputBytes } from "./Domain.ts"
 
 export const stickerSide = 512

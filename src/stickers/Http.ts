@@ -1,7 +1,7 @@
 import { Effect, Option, Stream } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
-import { signedCompany, SignedUrls } from "../media/SignedUrls.ts"
+import { signedCompany, SignedUrls } from "../platform/files/SignedUrls.ts"
 import { StickerImports } from "./Imports.ts"
 import { stickerNotFound, Stickers } from "./Stickers.ts"
 

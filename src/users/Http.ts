@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
-import { signedCompany, SignedUrls } from "../media/SignedUrls.ts"
+import { signedCompany, SignedUrls } from "../platform/files/SignedUrls.ts"
 import { notFound } from "../platform/Errors.ts"
 import { UserPhotos } from "./Photos.ts"
 

@@ -1,4 +1,4 @@
-import type { SignedUrls } from "../media/SignedUrls.ts"
+import type { SignedUrls } from "../platform/files/SignedUrls.ts"
 
 /** The signed photo route of a user; the company rides in the signed query (`c`), the photo's version in `v`. */
 export const userPhotoPath = (userId: number) => `/v1/users/${userId}/photo`

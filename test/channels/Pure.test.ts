@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option, Schema } from "effect"
 import { createHmac } from "node:crypto"
-import { Credentials, deriveKey } from "../../src/channels/Credentials.ts"
-import { normalizeUpdate, TelegramUpdate } from "../../src/channels/Telegram.ts"
-import { normalizeWebhook, validSignature, WhatsAppWebhook } from "../../src/channels/WhatsAppCloud.ts"
+import { Credentials, deriveKey } from "../../src/providers/Credentials.ts"
+import { normalizeUpdate, TelegramUpdate } from "../../src/providers/Telegram.ts"
+import { normalizeWebhook, validSignature, WhatsAppWebhook } from "../../src/providers/WhatsAppCloud.ts"
 
 const update = (value: unknown) => normalizeUpdate(Schema.decodeUnknownSync(TelegramUpdate)(value))
 const from = { id: 777001, is_bot: false, first_name: "Ann", last_name: "Lee", username: "annlee" }

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import { SandboxLog } from "../../src/channels/Sandbox.ts"
+import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createChannel, inbound, send, sqlQuery, threadOf } from "../messages/support.ts"

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { decideLogged } from "../../cluster/RateLimitHandlers.ts"
+import { decideLogged } from "../../cluster/CompanyHandlers.ts"
 import { blockRules } from "../../src/contacts/Blocking.ts"
 import { toE164 } from "../../src/contacts/Domain.ts"
 import { callState } from "../../src/contacts/Eligibility.ts"

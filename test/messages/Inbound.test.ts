@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import type { ChannelContext, InboundMessage } from "../../src/channels/Provider.ts"
+import type { ChannelContext, InboundMessage } from "../../src/providers/Provider.ts"
 import { Inbound } from "../../src/messages/Inbound.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"

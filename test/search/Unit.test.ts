@@ -10,7 +10,7 @@ import { Search } from "../../src/search/Search.ts"
 import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
 import { ServiceUnavailable } from "../../src/platform/Errors.ts"
 import { RateLimiter } from "../../src/platform/RateLimiter.ts"
-import { ChannelAccess } from "../../src/teams/ChannelAccess.ts"
+import { ChannelAccess } from "../../src/auth/ChannelAccess.ts"
 import { accountOf } from "../auth/support.ts"
 
 const words = (n: number, prefix = "w") => Array.from({ length: n }, (_, i) => `${prefix}${i}`).join(" ")

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import sharp from "sharp"
-import { BlobStore } from "../../src/media/BlobStore.ts"
+import { BlobStore } from "../../src/platform/files/BlobStore.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { type Json, request, type RunningServer } from "../support/TestServer.ts"
 

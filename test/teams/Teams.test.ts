@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import type { Actor, CompanyId, UserId } from "../../src/auth/Domain.ts"
 import { rolePermissions } from "../../src/auth/Permissions.ts"
-import { ChannelAccess } from "../../src/teams/ChannelAccess.ts"
+import { ChannelAccess } from "../../src/auth/ChannelAccess.ts"
 import { accountOf, addUser, mobileLogin, query } from "../auth/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 

@@ -1,9 +1,9 @@
 import { Effect, Option, Stream } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
-import { type NotFound, notFound } from "../platform/Errors.ts"
+import { type NotFound, notFound } from "../Errors.ts"
 import type { BlobError, BlobStore, ByteRange } from "./BlobStore.ts"
-import { isInlineSafe } from "./Domain.ts"
+import { isInlineSafe } from "../../media/Domain.ts"
 
 /** `filename="…"` in ASCII plus the exact name as RFC 5987 `filename*`. */
 export const contentDisposition = (kind: "inline" | "attachment", fileName: string | null) => {

@@ -4,7 +4,7 @@ import { createReadStream } from "node:fs"
 import { mkdir, mkdtemp, open, readFile, rename, rm, stat, unlink } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve, sep } from "node:path"
-import { AppConfig } from "../platform/Config.ts"
+import { AppConfig } from "../Config.ts"
 
 /** The file system refused an operation (missing file, disk full, bad path). */
 export class BlobError extends Schema.TaggedError<BlobError>()("BlobError", {

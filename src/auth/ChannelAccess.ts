@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Actor } from "../auth/Domain.ts"
+import type { Actor } from "./Domain.ts"
 
 /** `"all"`, or the ids of the channels the actor may see in the company. */
 export type VisibleChannels = "all" | ReadonlySet<number>

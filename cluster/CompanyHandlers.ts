@@ -2,7 +2,7 @@ import { Clock, Effect, Layer } from "effect"
 import { Entity } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { type Decision, SlidingLogs } from "../src/platform/SlidingWindow.ts"
-import { Company, type LoggedRule, Throttle } from "./RateLimit.ts"
+import { Company, type LoggedRule, Throttle } from "./Company.ts"
 
 const consumeWith = (logs: SlidingLogs) =>
 ({ payload }: { readonly payload: { readonly bucket: string; readonly limit: number; readonly windowMs: number } }) =>
