@@ -16,7 +16,7 @@ import { MeApi } from "./me/Api.ts"
 import { MembersApi } from "./members/Api.ts"
 import { NotificationsApi } from "./notifications/Api.ts"
 import { PlatformApi } from "./platform-admin/Api.ts"
-import { BroadcastingApi } from "./realtime/Api.ts"
+import { RealtimeAuthApi } from "./realtime/Api.ts"
 import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
 import { TeamsApi } from "./teams/Api.ts"
 import { UserPhotosApi } from "./users/Api.ts"
@@ -27,7 +27,7 @@ export class Api extends HttpApi.make("crm")
   .add(AuthApi)
   .add(EventsApi)
   .add(PlatformApi)
-  .add(BroadcastingApi)
+  .add(RealtimeAuthApi)
   .add(ApiTokensApi)
   .add(TeamsApi)
   .add(MembersApi)

@@ -1,7 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
-import { HttpIncomingMessage } from "effect/http"
+import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import { RateLimitEntities } from "../cluster/CompanyHandlers.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"

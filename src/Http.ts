@@ -41,7 +41,7 @@ import { PlatformHttp } from "./platform-admin/Http.ts"
 import { PlatformAdmin } from "./platform-admin/PlatformAdmin.ts"
 import { PlatformKey } from "./platform-admin/PlatformKey.ts"
 import { KernelMiddleware } from "./platform/HttpKernel.ts"
-import { BroadcastingHttp } from "./realtime/Http.ts"
+import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { Telephony } from "./telephony/Telephony.ts"
 import { TeamsHttp } from "./teams/Http.ts"
@@ -66,7 +66,7 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, BroadcastingHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
+const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
   Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
   Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, Tags.layer, UserPhotos.layer]),

@@ -21,7 +21,8 @@ import {
   requiredCredentials,
   type UpdateChannel
 } from "./Domain.ts"
-import type { ChannelContext, ProviderKind } from "../providers/Provider.ts"
+import type { ChannelContext } from "../providers/Provider.ts"
+import type { ProviderKind } from "../providers/Domain.ts"
 import { ProvidersLayer } from "../providers/Providers.ts"
 import { type ChannelRow, ChannelsRepo } from "./Repo.ts"
 import { botTokenPattern, TelegramApi } from "../providers/Telegram.ts"

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ChannelTypes, ProviderKinds } from "../providers/Provider.ts"
+import { ChannelTypes, ProviderKinds } from "../providers/Domain.ts"
 
 export const ChannelId = Schema.Int
 export type ChannelId = typeof ChannelId.Type

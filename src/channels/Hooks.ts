@@ -13,7 +13,8 @@ import {
 } from "../platform/Errors.ts"
 import { channelNotFound, Channels } from "./Channels.ts"
 import type { SandboxCallPermission, SandboxInbound, SandboxStatus } from "./Domain.ts"
-import { type ChannelContext, channelRules, type InboundMessage } from "../providers/Provider.ts"
+import { type ChannelContext, type InboundMessage } from "../providers/Provider.ts"
+import { channelRules } from "../providers/Domain.ts"
 import { normalizeUpdate, TelegramUpdate } from "../providers/Telegram.ts"
 import { normalizeWebhook, validSignature, WhatsAppWebhook } from "../providers/WhatsAppCloud.ts"
 

@@ -1,6 +1,5 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
-import type { HttpServerRequest } from "effect/http"
+import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { AppConfig } from "../platform/Config.ts"

@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { VisibleChannels } from "../auth/ChannelAccess.ts"
 import type { ChannelStatus } from "./Domain.ts"
-import type { ChannelType, ProviderKind } from "../providers/Provider.ts"
+import type { ChannelType, ProviderKind } from "../providers/Domain.ts"
 
 export interface ChannelRow {
   readonly id: number

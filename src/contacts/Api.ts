@@ -24,7 +24,7 @@ import {
   ResolveIdentifiers,
   UpdateContact
 } from "./Domain.ts"
-import { SignedRouteErrors, signedQuery } from "../platform/files/SignedUrls.ts"
+import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts"
 
 const Params = { contact: ContactId }
 const One = Schema.Struct({ data: Contact })

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
-import { ChannelTypes } from "../providers/Provider.ts"
+import { ChannelTypes } from "../providers/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import {

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { ChannelTypes } from "../providers/Provider.ts"
+import { ChannelTypes } from "../providers/Domain.ts"
 
 export const ContactId = Schema.Int
 export type ContactId = typeof ContactId.Type

@@ -1,7 +1,8 @@
 import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import type { ChannelContext, ChannelType } from "../providers/Provider.ts"
-import type { ChannelRef } from "../messages/Rules.ts"
+import type { ChannelContext } from "../providers/Provider.ts"
+import type { ChannelType } from "../providers/Domain.ts"
+import type { ChannelRef } from "../providers/Rules.ts"
 import type { Contact, ContactAccount, ContactStatus, ListParams, MergeCounts } from "./Domain.ts"
 
 export interface ContactRow {

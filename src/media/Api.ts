@@ -4,7 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, Unprocessable } from "../platform/Errors.ts"
 import { Upload, uploadLimitBytes, voiceLimitBytes } from "./Domain.ts"
-import { SignedRouteErrors, signedQuery } from "../platform/files/SignedUrls.ts"
+import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts"
 
 // The parser counts a part's headers into its size, so its limit has some slack; the blob store
 // enforces the exact byte limit on the file's content.

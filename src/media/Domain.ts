@@ -39,14 +39,6 @@ const rasterImages = new Set(["image/jpeg", "image/png", "image/webp", "image/gi
 /** Images sharp can shrink into a WebP thumbnail (never SVG: it is a document, not pixels). */
 export const isThumbnailable = (mime: string | null) => mime !== null && rasterImages.has(mime.toLowerCase())
 
-const inlineSafe = /^(image\/(jpeg|png|webp|gif|avif|bmp)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+|application\/pdf)$/
-
-/**
- * Types a browser may render in place. Anything else (SVG, HTML, XML, text, scripts and
- * unknowns) is served as `application/octet-stream` with an attachment disposition.
- */
-export const isInlineSafe = (mime: string | null) => mime !== null && inlineSafe.test(mime.toLowerCase())
-
 /** `type/subtype` in lower case without parameters, or null when it is not one. */
 export const normalizeMime = (value: string | null | undefined): string | null => {
   const mime = value?.split(";")[0].trim().toLowerCase() ?? ""
@@ -127,4 +119,17 @@ export const cleanFileName = (name: string | null | undefined): string | null =>
   if (name === null || name === undefined) return null
   const base = name.split(/[\\/]/).pop()!.replace(/[\u0000-\u001f\u007f"]/g, "").trim()
   return base === "" || base === "." || base === ".." ? null : base.slice(-255)
+}
+
+/** An attachment row of a message before it has an id: an upload, a sticker copy or a provider's reference. */
+export interface NewAttachment {
+  readonly type: string
+  readonly mime_type: string | null
+  readonly url: string | null
+  readonly thumbnail_url: string | null
+  readonly storage_path: string | null
+  readonly media_id: number | null
+  readonly sticker_id: number | null
+  readonly file_name: string | null
+  readonly size: number | null
 }

@@ -3,7 +3,8 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { invalidField, notFound } from "../platform/Errors.ts"
 import { Media } from "./Media.ts"
-import { signedCompany, SignedUrls } from "../platform/files/SignedUrls.ts"
+import { SignedUrls } from "../platform/files/SignedUrls.ts"
+import { signedCompany } from "../platform/files/SignedQuery.ts"
 
 const notAForm = () => Effect.fail(invalidField("file", "The request must be multipart/form-data with a file field."))
 

@@ -4,21 +4,7 @@ import { join } from "node:path"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
 import { BlobStore, type BlobTooLarge } from "../platform/files/BlobStore.ts"
-import {
-  cleanFileName,
-  isThumbnailable,
-  type MediaRow,
-  type MediaType,
-  mediaTypeOf,
-  mimeFromFileName,
-  normalizeMime,
-  storageExtension,
-  thumbnailWidths,
-  type Upload,
-  uploadLimitBytes,
-  voiceLimitBytes
-} from "./Domain.ts"
-import type { NewAttachment } from "../messages/Repo.ts"
+import { cleanFileName, isThumbnailable, type MediaRow, type MediaType, mediaTypeOf, mimeFromFileName, type NewAttachment, normalizeMime, storageExtension, thumbnailWidths, type Upload, uploadLimitBytes, voiceLimitBytes } from "./Domain.ts"
 import { fileResponse } from "../platform/files/FileResponse.ts"
 import { Imaging, thumbnailPath, webpOfWidth } from "../platform/files/Imaging.ts"
 import { MediaRepo } from "./Repo.ts"

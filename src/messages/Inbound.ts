@@ -3,7 +3,8 @@ import { SqlClient } from "effect/sql"
 import type { ChannelContext, InboundMessage, InboundStatus } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { AttachmentTypes, canonicalType } from "./Domain.ts"
-import { MessagesRepo, type NewAttachment, toMessage } from "./Repo.ts"
+import { MessagesRepo, toMessage } from "./Repo.ts"
+import { type NewAttachment } from "../media/Domain.ts"
 import { advances, createdPayload, defaultStopWords, isStopWord, referralFor, updatedPayload } from "./Rules.ts"
 
 const attachmentType = (type: string) => ((AttachmentTypes as ReadonlyArray<string>).includes(type) ? type : "unsupported_type")

@@ -3,7 +3,8 @@ import { SqlClient } from "effect/sql"
 import { Conversation, type OutgoingAttachment, type SendRequest, type SendRefused } from "../../cluster/Conversation.ts"
 import { CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Credentials } from "../providers/Credentials.ts"
-import { type ChannelType, channelRules, type ProviderError, Providers } from "../providers/Provider.ts"
+import { type ProviderError, Providers } from "../providers/Provider.ts"
+import { type ChannelType, channelRules } from "../providers/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { normalizeMime } from "../media/Domain.ts"
 import { Media } from "../media/Media.ts"
@@ -39,15 +40,8 @@ import type {
   UpdateMessage
 } from "./Domain.ts"
 import { type ChannelRow, type MessageRow, MessagesRepo, type ThreadContext, toMessage } from "./Repo.ts"
-import {
-  advances,
-  type Change,
-  blockedMessage,
-  channelContext,
-  updatedPayload,
-  windowClosed,
-  windowRefusal
-} from "./Rules.ts"
+import { advances, type Change, blockedMessage, updatedPayload } from "./Rules.ts"
+import { channelContext, windowClosed, windowRefusal } from "../providers/Rules.ts"
 
 export type ListParams = Schema.Struct<typeof ListQuery>["Type"]
 

@@ -1,7 +1,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { type ChannelType, channelRules } from "../providers/Provider.ts"
+import { type ChannelType, channelRules } from "../providers/Domain.ts"
 import { withLinks } from "../media/Links.ts"
+import type { NewAttachment } from "../media/Domain.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import type { VisibleChannels } from "../auth/ChannelAccess.ts"
 import type { Attachment, Message, Reaction, SortBy, SortDir, StatusEntry } from "./Domain.ts"
@@ -74,17 +75,6 @@ export interface AccountRow {
   readonly external_id: string
 }
 
-export interface NewAttachment {
-  readonly type: string
-  readonly mime_type: string | null
-  readonly url: string | null
-  readonly thumbnail_url: string | null
-  readonly storage_path: string | null
-  readonly media_id: number | null
-  readonly sticker_id: number | null
-  readonly file_name: string | null
-  readonly size: number | null
-}
 
 export interface NewMessage {
   readonly conversationId: number

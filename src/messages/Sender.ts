@@ -8,7 +8,8 @@ import { BlobStore } from "../platform/files/BlobStore.ts"
 import { Idempotency, type IdempotencyScope, type Recorded } from "../platform/Idempotency.ts"
 import { Message } from "./Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
-import { channelContext, createdPayload } from "./Rules.ts"
+import { createdPayload } from "./Rules.ts"
+import { channelContext } from "../providers/Rules.ts"
 
 /** A key still pending this long belongs to a send whose process died between its two transactions. */
 const staleAfterMs = 60_000

@@ -1,4 +1,4 @@
-import { Cause, Layer, Logger, References } from "effect"
+import { Cause, Logger, References } from "effect"
 import { pino } from "pino"
 
 // Asynchronous writes: a synchronous write per access-log line was a measurable share of a request.

@@ -1,7 +1,8 @@
 import { Context, DateTime, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomToken } from "../platform/Crypto.ts"
-import { type ChannelContext, channelRules, ProviderError, type ProviderAdapter } from "./Provider.ts"
+import { type ChannelContext, ProviderError, type ProviderAdapter } from "./Provider.ts"
+import { channelRules } from "./Domain.ts"
 
 export interface SandboxCall {
   readonly channelId: number

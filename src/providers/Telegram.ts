@@ -1,8 +1,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { HttpClientRequest } from "effect/http"
 import { AppConfig } from "../platform/Config.ts"
-import type { ChannelContext, InboundMessage, OutboundAttachment, ProviderAdapter, SentMessage } from "./Provider.ts"
-import { ProviderError } from "./Provider.ts"
+import { type ChannelContext, type InboundMessage, type OutboundAttachment, type ProviderAdapter, ProviderError, type SentMessage } from "./Provider.ts"
 import {
   contentTypeOf,
   decodeAs,

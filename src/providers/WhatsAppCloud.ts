@@ -3,17 +3,7 @@ import { HttpClientRequest } from "effect/http"
 import { createHmac } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqual } from "../platform/Crypto.ts"
-import type {
-  CallPermissionReply,
-  ChannelContext,
-  InboundMessage,
-  InboundStatus,
-  OutboundAttachment,
-  OutboundMessage,
-  ProviderAdapter,
-  SentMessage
-} from "./Provider.ts"
-import { ProviderError } from "./Provider.ts"
+import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type OutboundMessage, type ProviderAdapter, ProviderError, type SentMessage } from "./Provider.ts"
 import {
   contentTypeOf,
   decodeAs,

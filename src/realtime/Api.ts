@@ -3,7 +3,7 @@ import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, Unprocessable } from "../platform/Errors.ts"
 import { BroadcastingAuth, BroadcastingAuthRequest } from "./Domain.ts"
 
-export class BroadcastingApi extends HttpApiGroup.make("broadcasting")
+export class RealtimeAuthApi extends HttpApiGroup.make("realtimeAuth")
   .add(
     HttpApiEndpoint.post("auth", "/v1/broadcasting/auth", {
       // pusher-js's default authorizer posts a form; other clients send JSON.

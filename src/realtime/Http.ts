@@ -3,7 +3,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { Realtime } from "./Realtime.ts"
 
-export const BroadcastingHttp = HttpApiBuilder.group(Api, "broadcasting", Effect.fn(function*(handlers) {
+export const RealtimeAuthHttp = HttpApiBuilder.group(Api, "realtimeAuth", Effect.fn(function*(handlers) {
   const realtime = yield* Realtime
   return handlers.handle("auth", ({ payload }) => realtime.authorize(payload.socket_id, payload.channel_name))
 }))

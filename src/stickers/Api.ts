@@ -17,7 +17,7 @@ import {
   UpdatePack,
   UpdateSticker
 } from "./Domain.ts"
-import { SignedRouteErrors, signedQuery } from "../platform/files/SignedUrls.ts"
+import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts"
 
 const PackParams = { pack: StickerPackId }
 const StickerParams = { sticker: StickerId }

@@ -1,7 +1,8 @@
 import { Effect, Option, Stream } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
-import { signedCompany, SignedUrls } from "../platform/files/SignedUrls.ts"
+import { SignedUrls } from "../platform/files/SignedUrls.ts"
+import { signedCompany } from "../platform/files/SignedQuery.ts"
 import { StickerImports } from "./Imports.ts"
 import { stickerNotFound, Stickers } from "./Stickers.ts"
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { SignedRouteErrors, signedQuery } from "../platform/files/SignedUrls.ts"
+import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts"
 
 /** Signed public route: the signature in the query is the authorization (no Authorization header). */
 export class UserPhotosApi extends HttpApiGroup.make("userPhotos")

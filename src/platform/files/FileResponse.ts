@@ -3,7 +3,14 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import { type NotFound, notFound } from "../Errors.ts"
 import type { BlobError, BlobStore, ByteRange } from "./BlobStore.ts"
-import { isInlineSafe } from "../../media/Domain.ts"
+
+const inlineSafe = /^(image\/(jpeg|png|webp|gif|avif|bmp)|audio\/[a-z0-9.+-]+|video\/[a-z0-9.+-]+|application\/pdf)$/
+
+/**
+ * Types a browser may render in place. Anything else (SVG, HTML, XML, text, scripts and
+ * unknowns) is served as `application/octet-stream` with an attachment disposition.
+ */
+export const isInlineSafe = (mime: string | null) => mime !== null && inlineSafe.test(mime.toLowerCase())
 
 /** `filename="…"` in ASCII plus the exact name as RFC 5987 `filename*`. */
 export const contentDisposition = (kind: "inline" | "attachment", fileName: string | null) => {

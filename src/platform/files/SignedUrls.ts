@@ -1,10 +1,10 @@
-import { Clock, Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { createHmac, hkdfSync, randomBytes } from "node:crypto"
 import { AppConfig } from "../Config.ts"
 import { safeEqualString } from "../Crypto.ts"
-import { Forbidden, NotFound, TooManyRequests } from "../Errors.ts"
+import { Forbidden, TooManyRequests } from "../Errors.ts"
 import { clientIp } from "../HttpKernel.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 
@@ -14,20 +14,6 @@ const keySetting = "signed_urls_key"
 export const signedRouteRule = { limit: 2000, windowSeconds: 60 } as const
 
 export const invalidSignature = () => new Forbidden({ message: "Invalid signature." })
-
-/** The query every signed route accepts (`c`: the company the link was made for); routes add their own keys. */
-export const signedQuery = {
-  c: Schema.optional(Schema.String),
-  expires: Schema.optional(Schema.String),
-  signature: Schema.optional(Schema.String)
-}
-
-/** The company a signed link names (`c`), when it is a plausible id; a signed route answers 404 otherwise. */
-export const signedCompany = (c: string | undefined): Option.Option<number> =>
-  Option.filter(Option.fromNullishOr(c), (value) => /^[1-9]\d{0,15}$/.test(value)).pipe(Option.map(Number))
-
-/** What a signed route can answer besides its bytes: bad signature, nothing there, over the per-IP limit. */
-export const SignedRouteErrors = [Forbidden, NotFound, TooManyRequests] as const
 
 /** The signing key when `APP_KEY` is set: HKDF-SHA256 of it, so rotating `APP_KEY` revokes every link. */
 export const deriveKey = (appKey: string): Uint8Array => new Uint8Array(hkdfSync("sha256", appKey, "crm", "signed-urls", 32))
