@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
+import { LoggedRule } from "../src/platform/RateLimiter.ts"
 
 export const Consume = Rpc.make("Consume", {
   payload: {
@@ -14,14 +15,6 @@ export const Consume = Rpc.make("Consume", {
     retryAfterMs: Schema.Int
   })
 })
-
-/** A limit over a durable log: counted over the hits of the same subject, or of the whole company. */
-export const LoggedRule = Schema.Struct({
-  scope: Schema.Literals(["subject", "company"]),
-  limit: Schema.Int,
-  windowMs: Schema.Int
-})
-export type LoggedRule = typeof LoggedRule.Type
 
 /**
  * One hit on a log whose hits survive a restart (contact block changes): allowed only when every

@@ -2,7 +2,8 @@ import { Clock, Effect, Layer } from "effect"
 import { Entity } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { type Decision, SlidingLogs } from "../src/platform/SlidingWindow.ts"
-import { Company, type LoggedRule, Throttle } from "./Company.ts"
+import type { LoggedRule } from "../src/platform/RateLimiter.ts"
+import { Company, Throttle } from "./Company.ts"
 
 const consumeWith = (logs: SlidingLogs) =>
 ({ payload }: { readonly payload: { readonly bucket: string; readonly limit: number; readonly windowMs: number } }) =>
@@ -96,4 +97,4 @@ export const ThrottleLayer = Throttle.toLayer(
   { maxIdleTime: "20 minutes" }
 )
 
-export const RateLimitEntities = Layer.mergeAll(CompanyLayer, ThrottleLayer)
+export const CompanyEntities = Layer.mergeAll(CompanyLayer, ThrottleLayer)

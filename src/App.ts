@@ -2,7 +2,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { ByteSize, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { createServer } from "node:http"
-import { RateLimitEntities } from "../cluster/CompanyHandlers.ts"
+import { CompanyEntities } from "../cluster/CompanyHandlers.ts"
+import { RateLimiterLayer } from "../cluster/RateLimiterLayer.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
 import { ConversationEntities } from "../cluster/ConversationHandlers.ts"
 import { Sender } from "./messages/Sender.ts"
@@ -29,9 +30,9 @@ import { ChannelAccess } from "./auth/ChannelAccess.ts"
 /** The database, after migrations have run. */
 const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
-const Cluster = RateLimitEntities.pipe(Layer.provideMerge(ClusterLayer))
+const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiter.layer, Passwords.layer, Tokens.layer, Events.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
+const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
   Layer.provideMerge(Cluster)
 )
 

@@ -28,7 +28,6 @@ import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
-import { Tags } from "./tags/Tags.ts"
 import { Search } from "./search/Search.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
 import { StickerImports } from "./stickers/Imports.ts"
@@ -69,7 +68,7 @@ const HealthRoutes = Layer.mergeAll(
 const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
   Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
-  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, Tags.layer, UserPhotos.layer]),
+  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),
   Layer.provide(Media.layer),
   Layer.provide(StickerImports.layer.pipe(Layer.provideMerge(Stickers.layer))),
   Layer.provide(AuthRepo.layer)

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { Tag, TagId, TagInput } from "./Domain.ts"
 
@@ -9,28 +10,28 @@ const Params = { tag: TagId }
 export class TagsApi extends HttpApiGroup.make("tags")
   .add(
     HttpApiEndpoint.get("list", "/v1/tags", {
-      success: Schema.Struct({ data: Schema.Array(Tag) }),
+      success: Data(Schema.Array(Tag)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("create", "/v1/tags", {
       payload: TagInput,
-      success: Schema.Struct({ data: Tag }).pipe(HttpApiSchema.status(201)),
+      success: Data(Tag).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, Unprocessable]
     }),
     HttpApiEndpoint.get("get", "/v1/tags/:tag", {
       params: Params,
-      success: Schema.Struct({ data: Tag }),
+      success: Data(Tag),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.patch("update", "/v1/tags/:tag", {
       params: Params,
       payload: TagInput,
-      success: Schema.Struct({ data: Tag }),
+      success: Data(Tag),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.delete("delete", "/v1/tags/:tag", {
       params: Params,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      success: Data(Schema.Struct({ message: Schema.String })),
       error: [...AuthErrors, NotFound]
     })
   )
