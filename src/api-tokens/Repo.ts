@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { ApiToken } from "./Domain.ts"
@@ -21,15 +22,15 @@ const view = (row: TokenRow): ApiToken => ({
 
 /** Service-account tokens only: a person's mobile tokens have no company and never show here. */
 export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
-  list(companyId: number): Effect.Effect<ReadonlyArray<ApiToken>>
-  find(companyId: number, id: number): Effect.Effect<Option.Option<ApiToken>>
+  list(companyId: CompanyId): Effect.Effect<ReadonlyArray<ApiToken>>
+  find(companyId: CompanyId, id: number): Effect.Effect<Option.Option<ApiToken>>
   update(
-    companyId: number,
+    companyId: CompanyId,
     id: number,
     patch: { readonly name?: string | undefined; readonly description?: string | undefined }
   ): Effect.Effect<Option.Option<ApiToken>>
   /** Deletes the token's service account; its tokens and membership go with it (ON DELETE CASCADE). */
-  deleteServiceAccount(companyId: number, id: number): Effect.Effect<Option.Option<{ readonly id: number; readonly name: string }>>
+  deleteServiceAccount(companyId: CompanyId, id: number): Effect.Effect<Option.Option<{ readonly id: number; readonly name: string }>>
 }>()("crm/api-tokens/ApiTokensRepo") {
   static readonly layer = Layer.effect(
     ApiTokensRepo,
@@ -37,7 +38,7 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
       const sql = yield* SqlClient.SqlClient
       const columns = sql`id, name, description, abilities, last_used_at, created_at, updated_at`
 
-      const list = (companyId: number) =>
+      const list = (companyId: CompanyId) =>
         sql<TokenRow>`
           SELECT ${columns} FROM api_tokens
           WHERE company_id = ${companyId} AND kind = 'service' ORDER BY id`.pipe(
@@ -45,7 +46,7 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
           Effect.orDie
         )
 
-      const find = (companyId: number, id: number) =>
+      const find = (companyId: CompanyId, id: number) =>
         sql<TokenRow>`
           SELECT ${columns} FROM api_tokens
           WHERE company_id = ${companyId} AND kind = 'service' AND id = ${id}`.pipe(
@@ -54,7 +55,7 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
         )
 
       const update = (
-        companyId: number,
+        companyId: CompanyId,
         id: number,
         patch: { readonly name?: string | undefined; readonly description?: string | undefined }
       ) =>
@@ -76,7 +77,7 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
           return Option.some(view(token))
         }).pipe(sql.withTransaction, Effect.orDie)
 
-      const deleteServiceAccount = (companyId: number, id: number) =>
+      const deleteServiceAccount = (companyId: CompanyId, id: number) =>
         sql<{ id: number; name: string }>`
           DELETE FROM users u USING api_tokens t
           WHERE t.company_id = ${companyId} AND t.kind = 'service' AND t.id = ${id}

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { randomToken } from "../platform/Crypto.ts"
 import {
@@ -217,7 +217,7 @@ export class Channels extends Context.Service<Channels, {
         return toContext(yield* visibleRow(id, permission))
       })
 
-      const context = (companyId: number, id: number) => Effect.map(repo.find(companyId, id), Option.map(toContext))
+      const context = (companyId: number, id: number) => Effect.map(repo.find(CompanyId.make(companyId), id), Option.map(toContext))
 
       const forHook = (id: number, provider: ProviderKind) =>
         Effect.map(repo.findForHook(id, provider), Option.map((row) => ({ channel: toContext(row), webhookSecret: row.webhook_secret })))

@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { VisibleChannels } from "../auth/ChannelAccess.ts"
@@ -6,7 +7,7 @@ import type { ChannelType, ProviderKind } from "../providers/Domain.ts"
 
 export interface ChannelRow {
   readonly id: number
-  readonly company_id: number
+  readonly company_id: CompanyId
   readonly type: ChannelType
   readonly provider: ProviderKind
   readonly name: string
@@ -40,11 +41,11 @@ export interface ChannelPatch {
 }
 
 export class ChannelsRepo extends Context.Service<ChannelsRepo, {
-  list(companyId: number, visible: VisibleChannels): Effect.Effect<ReadonlyArray<ChannelRow>>
-  find(companyId: number, id: number): Effect.Effect<Option.Option<ChannelRow>>
-  insert(companyId: number, channel: NewChannel): Effect.Effect<ChannelRow>
-  update(companyId: number, id: number, patch: ChannelPatch): Effect.Effect<Option.Option<ChannelRow>>
-  softDelete(companyId: number, id: number): Effect.Effect<boolean>
+  list(companyId: CompanyId, visible: VisibleChannels): Effect.Effect<ReadonlyArray<ChannelRow>>
+  find(companyId: CompanyId, id: number): Effect.Effect<Option.Option<ChannelRow>>
+  insert(companyId: CompanyId, channel: NewChannel): Effect.Effect<ChannelRow>
+  update(companyId: CompanyId, id: number, patch: ChannelPatch): Effect.Effect<Option.Option<ChannelRow>>
+  softDelete(companyId: CompanyId, id: number): Effect.Effect<boolean>
   /**
    * Inbound webhooks: the URL names only the channel (the provider knows nothing of
    * tenants), so this is the one lookup by id alone; the row carries its company.
@@ -58,7 +59,7 @@ export class ChannelsRepo extends Context.Service<ChannelsRepo, {
       const columns = sql`id, company_id, type, provider, name, account_name, status, credentials, webhook_secret, settings,
         created_at, updated_at`
 
-      const list = (companyId: number, visible: VisibleChannels) => {
+      const list = (companyId: CompanyId, visible: VisibleChannels) => {
         if (visible !== "all" && visible.size === 0) return Effect.succeed([])
         const only = visible === "all" ? sql`` : sql`AND id IN ${sql.in([...visible])}`
         return sql<ChannelRow>`
@@ -67,7 +68,7 @@ export class ChannelsRepo extends Context.Service<ChannelsRepo, {
           ORDER BY id`.pipe(Effect.orDie)
       }
 
-      const find = (companyId: number, id: number) =>
+      const find = (companyId: CompanyId, id: number) =>
         sql<ChannelRow>`
           SELECT ${columns} FROM channels
           WHERE company_id = ${companyId} AND id = ${id} AND deleted_at IS NULL`.pipe(
@@ -75,7 +76,7 @@ export class ChannelsRepo extends Context.Service<ChannelsRepo, {
           Effect.orDie
         )
 
-      const insert = (companyId: number, c: NewChannel) =>
+      const insert = (companyId: CompanyId, c: NewChannel) =>
         sql<ChannelRow>`
           INSERT INTO channels (company_id, type, provider, name, account_name, credentials, webhook_secret, settings)
           VALUES (${companyId}, ${c.type}, ${c.provider}, ${c.name}, ${c.account_name},
@@ -85,7 +86,7 @@ export class ChannelsRepo extends Context.Service<ChannelsRepo, {
           Effect.orDie
         )
 
-      const update = (companyId: number, id: number, patch: ChannelPatch) =>
+      const update = (companyId: CompanyId, id: number, patch: ChannelPatch) =>
         sql<ChannelRow>`
           UPDATE channels SET
             name = COALESCE(${patch.name ?? null}, name),
@@ -100,7 +101,7 @@ export class ChannelsRepo extends Context.Service<ChannelsRepo, {
           Effect.orDie
         )
 
-      const softDelete = (companyId: number, id: number) =>
+      const softDelete = (companyId: CompanyId, id: number) =>
         sql<{ readonly id: number }>`
           UPDATE channels SET deleted_at = now(), updated_at = now()
           WHERE company_id = ${companyId} AND id = ${id} AND deleted_at IS NULL

@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import type { EventEnvelope } from "./Domain.ts"
 import { EventsRepo, type Notify } from "./Repo.ts"
+import { CompanyId } from "../auth/Domain.ts"
 
 const channel = "crm_events"
 // PostgreSQL caps a NOTIFY payload at 8000 bytes; bigger events travel by id.
@@ -51,7 +52,7 @@ export class Events extends Context.Service<Events, {
           const notification = yield* Queue.take(notifications).pipe(Effect.orDie)
           const notice = JSON.parse(notification.payload) as Notice
           if (notice.n === node) return
-          const events = notice.e !== undefined ? [notice.e] : yield* repo.bySeq(notice.c, notice.i)
+          const events = notice.e !== undefined ? [notice.e] : yield* repo.bySeq(CompanyId.make(notice.c), notice.i)
           for (const event of events) yield* PubSub.publish(bus, event)
         }).pipe(Effect.catchCause((cause) => Effect.logWarning("event notification dropped", cause)))))
       }
@@ -59,7 +60,7 @@ export class Events extends Context.Service<Events, {
       const notify: Notify | null = crossNode ? { channel, node, inlineLimit } : null
 
       const sequence = (companyId: number) =>
-        Effect.flatMap(repo.sequence(companyId, notify), (events) => PubSub.publishAll(bus, events))
+        Effect.flatMap(repo.sequence(CompanyId.make(companyId), notify), (events) => PubSub.publishAll(bus, events))
 
       // One numbering run per company at a time on this runner; commits arriving during a run ask
       // for one more, so a burst of writes is numbered in a few batches rather than one by one.
@@ -96,13 +97,13 @@ export class Events extends Context.Service<Events, {
       )
 
       const emit = Effect.fnUntraced(function*(companyId: number, key: string, payload: unknown, along?: Statement.Fragment) {
-        yield* repo.insert(companyId, key, payload, along)
+        yield* repo.insert(CompanyId.make(companyId), key, payload, along)
         yield* sql.afterCommit(request(companyId))
       })
 
       return Events.of({
         emit,
-        replay: (companyId, after, limit) => Effect.andThen(sequence(companyId), repo.after(companyId, after, limit)),
+        replay: (companyId, after, limit) => Effect.andThen(sequence(companyId), repo.after(CompanyId.make(companyId), after, limit)),
         subscribe: PubSub.subscribe(bus)
       })
     })

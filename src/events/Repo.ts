@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { EventEnvelope } from "./Domain.ts"
@@ -12,7 +13,7 @@ export interface Notify {
 
 interface EventRow {
   readonly id: number
-  readonly company_id: number
+  readonly company_id: CompanyId
   readonly seq: number
   readonly key: string
   readonly payload: unknown
@@ -32,23 +33,23 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * Appends an event without its sequence number, in one statement with the caller's companion
    * writes (`along`, data-modifying CTEs such as `done AS (UPDATE …)`). Nothing is locked.
    */
-  insert(companyId: number, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
+  insert(companyId: CompanyId, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
   /**
    * Numbers the company's committed, unnumbered events (in append order) after its last number,
    * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
    * (the counter row is locked first), so numbers are gapless and never handed out twice.
    */
-  sequence(companyId: number, notify: Notify | null): Effect.Effect<ReadonlyArray<EventEnvelope>>
+  sequence(companyId: CompanyId, notify: Notify | null): Effect.Effect<ReadonlyArray<EventEnvelope>>
   /** Companies with events committed but not numbered for longer than `olderThanMs`. */
   unsequenced(olderThanMs: number): Effect.Effect<ReadonlyArray<number>>
-  after(companyId: number, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
-  bySeq(companyId: number, seq: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
+  after(companyId: CompanyId, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
+  bySeq(companyId: CompanyId, seq: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
 }>()("crm/events/EventsRepo") {
   static readonly layer = Layer.effect(
     EventsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const insert = (companyId: number, key: string, payload: unknown, along?: Statement.Fragment) =>
+      const insert = (companyId: CompanyId, key: string, payload: unknown, along?: Statement.Fragment) =>
         sql`
           WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
             INSERT INTO events (company_id, key, payload, created_at)
@@ -56,7 +57,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
-      const sequence = (companyId: number, notify: Notify | null) => {
+      const sequence = (companyId: CompanyId, notify: Notify | null) => {
         const announce = notify === null ? sql`` : sql`, pg_notify(${notify.channel}, CASE
             WHEN octet_length(n.inline) <= ${notify.inlineLimit} THEN n.inline
             ELSE json_build_object('n', ${notify.node}::text, 'c', e.company_id, 'i', e.seq)::text END)`
@@ -100,12 +101,12 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           Effect.orDie
         )
 
-      const after = (companyId: number, after: number, limit: number) =>
+      const after = (companyId: CompanyId, after: number, limit: number) =>
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq > ${after}
           ORDER BY seq LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      const bySeq = (companyId: number, seq: number) =>
+      const bySeq = (companyId: CompanyId, seq: number) =>
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq = ${seq}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)

@@ -1,10 +1,11 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Role } from "../auth/Permissions.ts"
 
 export interface InvitationRow {
   readonly id: number
-  readonly company_id: number
+  readonly company_id: CompanyId
   readonly guid: string
   readonly email: string
   readonly role: Role
@@ -15,12 +16,12 @@ export interface InvitationRow {
 
 /** Invitations of one company; only `findByGuid` is global, because the guid is how an invitee names one. */
 export class InvitationsRepo extends Context.Service<InvitationsRepo, {
-  listPending(companyId: number): Effect.Effect<ReadonlyArray<InvitationRow>>
+  listPending(companyId: CompanyId): Effect.Effect<ReadonlyArray<InvitationRow>>
   /** Locks the row for the rest of the transaction. */
-  find(companyId: number, id: number): Effect.Effect<Option.Option<InvitationRow>>
+  find(companyId: CompanyId, id: number): Effect.Effect<Option.Option<InvitationRow>>
   /** Locks the row; the company comes from the invitation, not from the caller. */
   findByGuid(guid: string): Effect.Effect<Option.Option<InvitationRow>>
-  insert(companyId: number, input: {
+  insert(companyId: CompanyId, input: {
     readonly guid: string
     readonly email: string
     readonly role: Role
@@ -28,21 +29,21 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
     readonly expires_at: Date
   }): Effect.Effect<InvitationRow>
   /** Retires the pending invitation to this address, if any, so a new one can replace it. */
-  revokePending(companyId: number, email: string): Effect.Effect<ReadonlyArray<number>>
-  setRole(companyId: number, id: number, role: Role): Effect.Effect<InvitationRow>
+  revokePending(companyId: CompanyId, email: string): Effect.Effect<ReadonlyArray<number>>
+  setRole(companyId: CompanyId, id: number, role: Role): Effect.Effect<InvitationRow>
   answer(
-    companyId: number,
+    companyId: CompanyId,
     id: number,
     status: "accepted" | "declined" | "revoked",
     userId: number
   ): Effect.Effect<InvitationRow>
-  delete(companyId: number, id: number): Effect.Effect<boolean>
-  isMemberByEmail(companyId: number, email: string): Effect.Effect<boolean>
-  isMember(companyId: number, userId: number): Effect.Effect<boolean>
+  delete(companyId: CompanyId, id: number): Effect.Effect<boolean>
+  isMemberByEmail(companyId: CompanyId, email: string): Effect.Effect<boolean>
+  isMember(companyId: CompanyId, userId: number): Effect.Effect<boolean>
   /** The membership; the company becomes the user's active one when they had none (or a stale one). */
-  join(companyId: number, userId: number, role: Role): Effect.Effect<void>
-  companyName(companyId: number): Effect.Effect<string>
-  lockCompany(companyId: number): Effect.Effect<void>
+  join(companyId: CompanyId, userId: number, role: Role): Effect.Effect<void>
+  companyName(companyId: CompanyId): Effect.Effect<string>
+  lockCompany(companyId: CompanyId): Effect.Effect<void>
 }>()("crm/invitations/InvitationsRepo") {
   static readonly layer = Layer.effect(
     InvitationsRepo,
@@ -51,12 +52,12 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
       const columns = sql`id, company_id, guid::text AS guid, email, role, status, expires_at, created_at`
       const one = (rows: ReadonlyArray<InvitationRow>) => Option.fromNullishOr(rows[0])
 
-      const listPending = (companyId: number) =>
+      const listPending = (companyId: CompanyId) =>
         sql<InvitationRow>`
           SELECT ${columns} FROM invitations
           WHERE company_id = ${companyId} AND status = 'pending' ORDER BY id DESC`.pipe(Effect.orDie)
 
-      const find = (companyId: number, id: number) =>
+      const find = (companyId: CompanyId, id: number) =>
         sql<InvitationRow>`
           SELECT ${columns} FROM invitations WHERE company_id = ${companyId} AND id = ${id} FOR UPDATE`.pipe(
           Effect.map(one),
@@ -76,13 +77,13 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
           Effect.orDie
         )
 
-      const revokePending = (companyId: number, email: string) =>
+      const revokePending = (companyId: CompanyId, email: string) =>
         sql<{ id: number }>`
           UPDATE invitations SET status = 'revoked', answered_at = now(), updated_at = now()
           WHERE company_id = ${companyId} AND status = 'pending' AND lower(email) = lower(${email})
           RETURNING id`.pipe(Effect.map((rows) => rows.map((row) => row.id)), Effect.orDie)
 
-      const setRole = (companyId: number, id: number, role: Role) =>
+      const setRole = (companyId: CompanyId, id: number, role: Role) =>
         sql<InvitationRow>`
           UPDATE invitations SET role = ${role}, updated_at = now()
           WHERE company_id = ${companyId} AND id = ${id} RETURNING ${columns}`.pipe(
@@ -90,7 +91,7 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
           Effect.orDie
         )
 
-      const answer = (companyId: number, id: number, status: "accepted" | "declined" | "revoked", userId: number) =>
+      const answer = (companyId: CompanyId, id: number, status: "accepted" | "declined" | "revoked", userId: number) =>
         sql<InvitationRow>`
           UPDATE invitations SET status = ${status}, answered_by = ${userId}, answered_at = now(), updated_at = now()
           WHERE company_id = ${companyId} AND id = ${id} RETURNING ${columns}`.pipe(
@@ -98,13 +99,13 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
           Effect.orDie
         )
 
-      const remove = (companyId: number, id: number) =>
+      const remove = (companyId: CompanyId, id: number) =>
         sql<{ id: number }>`DELETE FROM invitations WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         )
 
-      const isMemberByEmail = (companyId: number, email: string) =>
+      const isMemberByEmail = (companyId: CompanyId, email: string) =>
         sql<{ n: number }>`
           SELECT count(*)::int AS n FROM memberships m JOIN users u ON u.id = m.user_id
           WHERE m.company_id = ${companyId} AND lower(u.email) = lower(${email})`.pipe(
@@ -112,14 +113,14 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
           Effect.orDie
         )
 
-      const isMember = (companyId: number, userId: number) =>
+      const isMember = (companyId: CompanyId, userId: number) =>
         sql<{ n: number }>`
           SELECT count(*)::int AS n FROM memberships WHERE company_id = ${companyId} AND user_id = ${userId}`.pipe(
           Effect.map((rows) => rows[0].n > 0),
           Effect.orDie
         )
 
-      const join = (companyId: number, userId: number, role: Role) =>
+      const join = (companyId: CompanyId, userId: number, role: Role) =>
         Effect.gen(function*() {
           yield* sql`INSERT INTO memberships (company_id, user_id, role) VALUES (${companyId}, ${userId}, ${role})`
           yield* sql`
@@ -128,13 +129,13 @@ export class InvitationsRepo extends Context.Service<InvitationsRepo, {
               SELECT 1 FROM memberships m WHERE m.user_id = users.id AND m.company_id = users.current_company_id))`
         }).pipe(Effect.orDie)
 
-      const companyName = (companyId: number) =>
+      const companyName = (companyId: CompanyId) =>
         sql<{ name: string }>`SELECT name FROM companies WHERE id = ${companyId}`.pipe(
           Effect.map((rows) => rows[0]?.name ?? ""),
           Effect.orDie
         )
 
-      const lockCompany = (companyId: number) =>
+      const lockCompany = (companyId: CompanyId) =>
         sql`SELECT id FROM companies WHERE id = ${companyId} FOR NO KEY UPDATE`.pipe(Effect.asVoid, Effect.orDie)
 
       return InvitationsRepo.of({

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentActor, requirePersonalCredential } from "../auth/Domain.ts"
+import { CompanyId, CurrentActor, requirePersonalCredential } from "../auth/Domain.ts"
 import { Passwords } from "../auth/Passwords.ts"
 import { type Role, rolePermissions } from "../auth/Permissions.ts"
 import { Events } from "../events/Events.ts"
@@ -137,7 +137,7 @@ export class Me extends Context.Service<Me, {
           return yield* forbidden("A service account is bound to its company and cannot switch.")
         }
         // One column for the whole account: every session and token follows on its next request.
-        const switched = yield* repo.switchCompany(actor.userId, companyId, yield* now)
+        const switched = yield* repo.switchCompany(actor.userId, CompanyId.make(companyId), yield* now)
         if (Option.isNone(switched)) return yield* invalidField("company_id", "You are not a member of this company.")
         const role = switched.value.role
         return toProfile(yield* repo.findUser(actor.userId), { id: companyId, role, permissions: rolePermissions[role] })

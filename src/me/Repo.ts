@@ -1,6 +1,6 @@
+import type { Account, CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Account } from "../auth/Domain.ts"
 import type { Role } from "../auth/Permissions.ts"
 
 export type UserRow = Account
@@ -39,7 +39,7 @@ export class MeRepo extends Context.Service<MeRepo, {
   /** Sets the status; answers the companies the user is a member of (whose colleagues see the change), when it changed. */
   setAvailability(userId: number, status: string, now: Date): Effect.Effect<ReadonlyArray<number>>
   /** Points `current_company_id` at a company the user belongs to; none when there is no such membership. */
-  switchCompany(userId: number, companyId: number, now: Date): Effect.Effect<Option.Option<{ readonly role: Role }>>
+  switchCompany(userId: number, companyId: CompanyId, now: Date): Effect.Effect<Option.Option<{ readonly role: Role }>>
 }>()("crm/me/MeRepo") {
   static readonly layer = Layer.effect(
     MeRepo,
@@ -111,7 +111,7 @@ export class MeRepo extends Context.Service<MeRepo, {
           Effect.orDie
         )
 
-      const switchCompany = (userId: number, companyId: number, now: Date) =>
+      const switchCompany = (userId: number, companyId: CompanyId, now: Date) =>
         sql<{ role: Role }>`
           WITH m AS (SELECT role FROM memberships WHERE user_id = ${userId} AND company_id = ${companyId})
           UPDATE users SET current_company_id = ${companyId}, updated_at = ${now}

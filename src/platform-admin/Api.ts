@@ -1,3 +1,4 @@
+import { CompanyId } from "../auth/Domain.ts"
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { NotFound, ServiceUnavailable, Unauthenticated, Unprocessable } from "../platform/Errors.ts"
@@ -9,7 +10,7 @@ export class PlatformAuth extends HttpApiMiddleware.Service<PlatformAuth>()("crm
   error: [Unauthenticated, ServiceUnavailable]
 }) {}
 
-const CompanyParams = { id: Schema.Int }
+const CompanyParams = { id: CompanyId }
 
 export class PlatformApi extends HttpApiGroup.make("platform")
   .add(

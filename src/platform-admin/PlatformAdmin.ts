@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { CompanyId } from "../auth/Domain.ts"
 import { Passwords } from "../auth/Passwords.ts"
 import { Tokens } from "../auth/Tokens.ts"
 import { invalidField, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
@@ -14,9 +15,9 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
     readonly admin: { readonly id: number; readonly email: string }
     readonly token: string
   }, Unprocessable>
-  getCompany(companyId: number): Effect.Effect<CompanyView, NotFound>
-  updateCompany(companyId: number, input: typeof UpdateCompany.Type): Effect.Effect<CompanyView, NotFound>
-  addUser(companyId: number, input: typeof AddUser.Type): Effect.Effect<{ readonly id: number; readonly email: string }, NotFound | Unprocessable>
+  getCompany(companyId: CompanyId): Effect.Effect<CompanyView, NotFound>
+  updateCompany(companyId: CompanyId, input: typeof UpdateCompany.Type): Effect.Effect<CompanyView, NotFound>
+  addUser(companyId: CompanyId, input: typeof AddUser.Type): Effect.Effect<{ readonly id: number; readonly email: string }, NotFound | Unprocessable>
 }>()("crm/platform-admin/PlatformAdmin") {
   static readonly layer = Layer.effect(
     PlatformAdmin,
@@ -44,20 +45,20 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
             telephony_enabled: input.telephony_enabled ?? false
           })
           const admin = yield* repo.upsertUser({ email: input.admin.email, name: input.admin.name, password_hash: passwordHash })
-          yield* repo.addMembership(company.id, admin.id, "admin")
+          yield* repo.addMembership(CompanyId.make(company.id), admin.id, "admin")
           const token = yield* tokens.createServiceToken(company.id, { name: "platform", description: "Created with the company" })
           return { company, admin, token: token.plaintext }
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 
-      const getCompany = Effect.fn("PlatformAdmin.getCompany")(function*(companyId: number) {
+      const getCompany = Effect.fn("PlatformAdmin.getCompany")(function*(companyId: CompanyId) {
         const company = yield* repo.findCompany(companyId).pipe(Effect.orDie)
         if (Option.isNone(company)) return yield* companyNotFound()
         return company.value
       })
 
       const updateCompany = Effect.fn("PlatformAdmin.updateCompany")(
-        function*(companyId: number, input: typeof UpdateCompany.Type) {
+        function*(companyId: CompanyId, input: typeof UpdateCompany.Type) {
           const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined))
           if (Object.keys(patch).length === 0) return yield* getCompany(companyId)
           const company = yield* repo.updateCompany(companyId, patch).pipe(Effect.orDie)
@@ -66,7 +67,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
         }
       )
 
-      const addUser = Effect.fn("PlatformAdmin.addUser")(function*(companyId: number, input: typeof AddUser.Type) {
+      const addUser = Effect.fn("PlatformAdmin.addUser")(function*(companyId: CompanyId, input: typeof AddUser.Type) {
         yield* getCompany(companyId)
         const passwordHash = yield* passwords.hash(input.password)
         return yield* Effect.gen(function*() {

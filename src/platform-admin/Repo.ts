@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { CompanyView } from "./Domain.ts"
@@ -21,12 +22,12 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
     readonly default_currency: string | null
     readonly telephony_enabled: boolean
   }): Effect.Effect<CompanyView, SqlError.SqlError>
-  findCompany(companyId: number): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
-  updateCompany(companyId: number, patch: Record<string, unknown>): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
+  findCompany(companyId: CompanyId): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
+  updateCompany(companyId: CompanyId, patch: Record<string, unknown>): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
   /** Existing account by e-mail, or a new one; never changes an existing password. */
   upsertUser(input: { readonly email: string; readonly name: string; readonly password_hash: string }): Effect.Effect<{ readonly id: number; readonly email: string }, SqlError.SqlError>
   findUserByEmail(email: string): Effect.Effect<Option.Option<{ readonly id: number; readonly email: string; readonly is_service_account: boolean }>, SqlError.SqlError>
-  addMembership(companyId: number, userId: number, role: string): Effect.Effect<void, SqlError.SqlError>
+  addMembership(companyId: CompanyId, userId: number, role: string): Effect.Effect<void, SqlError.SqlError>
 }>()("crm/platform-admin/PlatformRepo") {
   static readonly layer = Layer.effect(
     PlatformRepo,

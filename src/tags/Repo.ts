@@ -1,10 +1,11 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Tag } from "./Domain.ts"
 
 interface TagRow {
   readonly id: number
-  readonly company_id: number
+  readonly company_id: CompanyId
   readonly name: string
   readonly contacts_count: number
   readonly created_at: Date
@@ -22,34 +23,34 @@ const toTag = (row: TagRow): Tag => ({
 
 /** Tags of one company; every statement carries the company id. */
 export class TagsRepo extends Context.Service<TagsRepo, {
-  list(companyId: number): Effect.Effect<ReadonlyArray<Tag>>
-  find(companyId: number, id: number): Effect.Effect<Option.Option<Tag>>
+  list(companyId: CompanyId): Effect.Effect<ReadonlyArray<Tag>>
+  find(companyId: CompanyId, id: number): Effect.Effect<Option.Option<Tag>>
   /** None when the name is taken (the unique index decides, races included). */
-  insert(companyId: number, name: string): Effect.Effect<Option.Option<number>>
+  insert(companyId: CompanyId, name: string): Effect.Effect<Option.Option<number>>
   /** None when the name is taken; Some(false) when the tag is not the company's. */
-  rename(companyId: number, id: number, name: string): Effect.Effect<Option.Option<boolean>>
-  delete(companyId: number, id: number): Effect.Effect<boolean>
+  rename(companyId: CompanyId, id: number, name: string): Effect.Effect<Option.Option<boolean>>
+  delete(companyId: CompanyId, id: number): Effect.Effect<boolean>
 }>()("crm/tags/TagsRepo") {
   static readonly layer = Layer.effect(
     TagsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const select = (companyId: number) => sql`
+      const select = (companyId: CompanyId) => sql`
         SELECT t.id, t.company_id, t.name, t.created_at, t.updated_at,
           (SELECT count(*)::int FROM contact_tags ct JOIN contacts c ON c.id = ct.contact_id AND c.deleted_at IS NULL
            WHERE ct.company_id = ${companyId} AND ct.tag_id = t.id) AS contacts_count
         FROM tags t WHERE t.company_id = ${companyId}`
 
-      const list = (companyId: number) =>
+      const list = (companyId: CompanyId) =>
         sql<TagRow>`${select(companyId)} ORDER BY lower(t.name), t.id`.pipe(Effect.map((rows) => rows.map(toTag)), Effect.orDie)
 
-      const find = (companyId: number, id: number) =>
+      const find = (companyId: CompanyId, id: number) =>
         sql<TagRow>`${select(companyId)} AND t.id = ${id}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toTag)),
           Effect.orDie
         )
 
-      const insert = (companyId: number, name: string) =>
+      const insert = (companyId: CompanyId, name: string) =>
         sql<{ id: number }>`
           INSERT INTO tags (company_id, name) VALUES (${companyId}, ${name})
           ON CONFLICT (company_id, lower(name)) DO NOTHING RETURNING id`.pipe(
@@ -57,7 +58,7 @@ export class TagsRepo extends Context.Service<TagsRepo, {
           Effect.orDie
         )
 
-      const rename = (companyId: number, id: number, name: string) =>
+      const rename = (companyId: CompanyId, id: number, name: string) =>
         sql<{ id: number }>`
           UPDATE tags SET name = ${name}, updated_at = now() WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(
           Effect.map((rows) => Option.some(rows.length > 0)),
@@ -65,7 +66,7 @@ export class TagsRepo extends Context.Service<TagsRepo, {
           Effect.orDie
         )
 
-      const remove = (companyId: number, id: number) =>
+      const remove = (companyId: CompanyId, id: number) =>
         sql<{ id: number }>`DELETE FROM tags WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie

@@ -1,10 +1,11 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Team } from "./Domain.ts"
 
 interface TeamRow {
   readonly id: number
-  readonly company_id: number
+  readonly company_id: CompanyId
   readonly name: string
   readonly description: string
   readonly channel_access_mode: string
@@ -30,18 +31,18 @@ const group = (rows: ReadonlyArray<{ readonly team_id: number; readonly id: numb
 
 /** Teams of one company; every statement carries the company id. */
 export class TeamsRepo extends Context.Service<TeamsRepo, {
-  list(companyId: number): Effect.Effect<ReadonlyArray<Team>>
-  find(companyId: number, teamId: number): Effect.Effect<Option.Option<Team>>
-  insert(companyId: number, fields: TeamFields): Effect.Effect<number>
+  list(companyId: CompanyId): Effect.Effect<ReadonlyArray<Team>>
+  find(companyId: CompanyId, teamId: number): Effect.Effect<Option.Option<Team>>
+  insert(companyId: CompanyId, fields: TeamFields): Effect.Effect<number>
   /** False when the team is not the company's. */
-  update(companyId: number, teamId: number, patch: Partial<TeamFields>): Effect.Effect<boolean>
-  replaceChannels(companyId: number, teamId: number, channelIds: ReadonlyArray<number>): Effect.Effect<void>
-  replaceMembers(companyId: number, teamId: number, userIds: ReadonlyArray<number>): Effect.Effect<void>
-  delete(companyId: number, teamId: number): Effect.Effect<boolean>
+  update(companyId: CompanyId, teamId: number, patch: Partial<TeamFields>): Effect.Effect<boolean>
+  replaceChannels(companyId: CompanyId, teamId: number, channelIds: ReadonlyArray<number>): Effect.Effect<void>
+  replaceMembers(companyId: CompanyId, teamId: number, userIds: ReadonlyArray<number>): Effect.Effect<void>
+  delete(companyId: CompanyId, teamId: number): Effect.Effect<boolean>
   /** The given ids that are live (not deleted) channels of the company. */
-  channelsOf(companyId: number, channelIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
+  channelsOf(companyId: CompanyId, channelIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
   /** The given ids that are real (non-service) users holding a membership in the company. */
-  membersOf(companyId: number, userIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
+  membersOf(companyId: CompanyId, userIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
 }>()("crm/teams/TeamsRepo") {
   static readonly layer = Layer.effect(
     TeamsRepo,
@@ -50,7 +51,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
       const columns = sql`id, company_id, name, description, channel_access_mode, created_at, updated_at`
 
       // A channel deleted later, or a member whose membership was revoked, drops out of the view.
-      const assemble = (companyId: number, rows: ReadonlyArray<TeamRow>) =>
+      const assemble = (companyId: CompanyId, rows: ReadonlyArray<TeamRow>) =>
         Effect.gen(function*() {
           if (rows.length === 0) return []
           const teamIds = rows.map((row) => row.id)
@@ -78,27 +79,27 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           }))
         })
 
-      const list = (companyId: number) =>
+      const list = (companyId: CompanyId) =>
         sql<TeamRow>`SELECT ${columns} FROM teams WHERE company_id = ${companyId} ORDER BY id`.pipe(
           Effect.flatMap((rows) => assemble(companyId, rows)),
           Effect.orDie
         )
 
-      const find = (companyId: number, teamId: number) =>
+      const find = (companyId: CompanyId, teamId: number) =>
         sql<TeamRow>`SELECT ${columns} FROM teams WHERE company_id = ${companyId} AND id = ${teamId}`.pipe(
           Effect.flatMap((rows) => assemble(companyId, rows)),
           Effect.map((teams) => Option.fromNullishOr(teams[0])),
           Effect.orDie
         )
 
-      const insert = (companyId: number, fields: TeamFields) =>
+      const insert = (companyId: CompanyId, fields: TeamFields) =>
         sql<{ id: number }>`
           INSERT INTO teams ${sql.insert({ company_id: companyId, ...fields })} RETURNING id`.pipe(
           Effect.map((rows) => rows[0].id),
           Effect.orDie
         )
 
-      const update = (companyId: number, teamId: number, patch: Partial<TeamFields>) =>
+      const update = (companyId: CompanyId, teamId: number, patch: Partial<TeamFields>) =>
         sql<{ id: number }>`
           UPDATE teams SET ${sql.update({ ...patch, updated_at: new Date() })}
           WHERE company_id = ${companyId} AND id = ${teamId} RETURNING id`.pipe(
@@ -106,27 +107,27 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
           Effect.orDie
         )
 
-      const replaceChannels = (companyId: number, teamId: number, channelIds: ReadonlyArray<number>) =>
+      const replaceChannels = (companyId: CompanyId, teamId: number, channelIds: ReadonlyArray<number>) =>
         Effect.gen(function*() {
           yield* sql`DELETE FROM team_channels WHERE company_id = ${companyId} AND team_id = ${teamId}`
           const rows = channelIds.map((channel_id) => ({ company_id: companyId, team_id: teamId, channel_id }))
           if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO team_channels ${sql.insert(rows)}`
         }).pipe(Effect.orDie)
 
-      const replaceMembers = (companyId: number, teamId: number, userIds: ReadonlyArray<number>) =>
+      const replaceMembers = (companyId: CompanyId, teamId: number, userIds: ReadonlyArray<number>) =>
         Effect.gen(function*() {
           yield* sql`DELETE FROM team_members WHERE company_id = ${companyId} AND team_id = ${teamId}`
           const rows = userIds.map((user_id) => ({ company_id: companyId, team_id: teamId, user_id }))
           if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO team_members ${sql.insert(rows)}`
         }).pipe(Effect.orDie)
 
-      const remove = (companyId: number, teamId: number) =>
+      const remove = (companyId: CompanyId, teamId: number) =>
         sql<{ id: number }>`DELETE FROM teams WHERE company_id = ${companyId} AND id = ${teamId} RETURNING id`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         )
 
-      const channelsOf = (companyId: number, channelIds: ReadonlyArray<number>) =>
+      const channelsOf = (companyId: CompanyId, channelIds: ReadonlyArray<number>) =>
         channelIds.length === 0
           ? Effect.succeed(new Set<number>())
           : sql<{ id: number }>`
@@ -136,7 +137,7 @@ export class TeamsRepo extends Context.Service<TeamsRepo, {
               Effect.orDie
             )
 
-      const membersOf = (companyId: number, userIds: ReadonlyArray<number>) =>
+      const membersOf = (companyId: CompanyId, userIds: ReadonlyArray<number>) =>
         userIds.length === 0
           ? Effect.succeed(new Set<number>())
           : sql<{ id: number }>`

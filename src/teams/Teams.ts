@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { type CompanyId, type CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { type Forbidden, invalidFields, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
 import type { CreateTeam, Team, UpdateTeam } from "./Domain.ts"
@@ -36,7 +36,7 @@ export class Teams extends Context.Service<Teams, {
       const sql = yield* SqlClient.SqlClient
 
       const validate = Effect.fnUntraced(function*(
-        companyId: number,
+        companyId: CompanyId,
         input: { readonly channel_ids?: ReadonlyArray<number> | undefined; readonly member_ids?: ReadonlyArray<number> | undefined }
       ) {
         const channelIds = input.channel_ids ?? []

@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Data, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -68,25 +69,25 @@ const split = (row: Joined): MemberWithOperator => ({
 /** Members are users holding a membership of the company; every query names the company. */
 export class TelephonyRepo extends Context.Service<TelephonyRepo, {
   /** Real members (no service accounts) with their operator row, if any. */
-  listMembers(companyId: number): Effect.Effect<ReadonlyArray<MemberWithOperator>>
-  findMember(companyId: number, userId: number): Effect.Effect<Option.Option<MemberWithOperator>>
+  listMembers(companyId: CompanyId): Effect.Effect<ReadonlyArray<MemberWithOperator>>
+  findMember(companyId: CompanyId, userId: number): Effect.Effect<Option.Option<MemberWithOperator>>
   /** The operator row locked for the rest of the transaction. */
-  lockOperator(companyId: number, userId: number): Effect.Effect<Option.Option<OperatorRow>>
-  findOperatorByExtension(companyId: number, extension: string): Effect.Effect<Option.Option<MemberWithOperator>>
+  lockOperator(companyId: CompanyId, userId: number): Effect.Effect<Option.Option<OperatorRow>>
+  findOperatorByExtension(companyId: CompanyId, extension: string): Effect.Effect<Option.Option<MemberWithOperator>>
   /** Enabled operators of the company except `exceptUserId`. */
-  listColleagues(companyId: number, exceptUserId: number): Effect.Effect<ReadonlyArray<MemberWithOperator>>
+  listColleagues(companyId: CompanyId, exceptUserId: number): Effect.Effect<ReadonlyArray<MemberWithOperator>>
   /** None when a concurrent request created the row first. */
-  insertOperator(companyId: number, userId: number, row: NewOperator): Effect.Effect<Option.Option<OperatorRow>>
-  deleteOperator(companyId: number, userId: number): Effect.Effect<Option.Option<OperatorRow>>
-  setExtension(companyId: number, userId: number, extension: string | null): Effect.Effect<Option.Option<OperatorRow>, ExtensionTaken>
+  insertOperator(companyId: CompanyId, userId: number, row: NewOperator): Effect.Effect<Option.Option<OperatorRow>>
+  deleteOperator(companyId: CompanyId, userId: number): Effect.Effect<Option.Option<OperatorRow>>
+  setExtension(companyId: CompanyId, userId: number, extension: string | null): Effect.Effect<Option.Option<OperatorRow>, ExtensionTaken>
   setPasswords(
-    companyId: number,
+    companyId: CompanyId,
     userId: number,
     passwords: { readonly web: string; readonly native: string | null }
   ): Effect.Effect<Option.Option<OperatorRow>>
-  companyTelephonyEnabled(companyId: number): Effect.Effect<boolean>
-  contactExists(companyId: number, contactId: number): Effect.Effect<boolean>
-  insertCallAttempt(companyId: number, attempt: CallAttempt): Effect.Effect<number>
+  companyTelephonyEnabled(companyId: CompanyId): Effect.Effect<boolean>
+  contactExists(companyId: CompanyId, contactId: number): Effect.Effect<boolean>
+  insertCallAttempt(companyId: CompanyId, attempt: CallAttempt): Effect.Effect<number>
 }>()("crm/telephony/TelephonyRepo") {
   static readonly layer = Layer.effect(
     TelephonyRepo,
@@ -104,19 +105,19 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
         JOIN users u ON u.id = m.user_id
         LEFT JOIN telephony_operators t ON t.company_id = m.company_id AND t.user_id = m.user_id`
 
-      const listMembers = (companyId: number) =>
+      const listMembers = (companyId: CompanyId) =>
         sql<Joined>`${joined} WHERE m.company_id = ${companyId} AND NOT u.is_service_account ORDER BY u.id`.pipe(
           Effect.map((rows) => rows.map(split)),
           Effect.orDie
         )
 
-      const findMember = (companyId: number, userId: number) =>
+      const findMember = (companyId: CompanyId, userId: number) =>
         sql<Joined>`${joined} WHERE m.company_id = ${companyId} AND m.user_id = ${userId}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), split)),
           Effect.orDie
         )
 
-      const lockOperator = (companyId: number, userId: number) =>
+      const lockOperator = (companyId: CompanyId, userId: number) =>
         sql<OperatorRow>`
           SELECT ${operatorColumns} FROM telephony_operators
           WHERE company_id = ${companyId} AND user_id = ${userId} FOR UPDATE`.pipe(
@@ -124,13 +125,13 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
           Effect.orDie
         )
 
-      const findOperatorByExtension = (companyId: number, extension: string) =>
+      const findOperatorByExtension = (companyId: CompanyId, extension: string) =>
         sql<Joined>`${joined} WHERE m.company_id = ${companyId} AND t.extension = ${extension}`.pipe(
           Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), split)),
           Effect.orDie
         )
 
-      const listColleagues = (companyId: number, exceptUserId: number) =>
+      const listColleagues = (companyId: CompanyId, exceptUserId: number) =>
         sql<Joined>`
           ${joined}
           WHERE m.company_id = ${companyId} AND t.user_id IS NOT NULL AND u.id <> ${exceptUserId}
@@ -140,7 +141,7 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
           Effect.orDie
         )
 
-      const insertOperator = (companyId: number, userId: number, row: NewOperator) =>
+      const insertOperator = (companyId: CompanyId, userId: number, row: NewOperator) =>
         sql<OperatorRow>`
           INSERT INTO telephony_operators ${sql.insert({ company_id: companyId, user_id: userId, ...row })}
           ON CONFLICT (company_id, user_id) DO NOTHING
@@ -149,7 +150,7 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
           Effect.orDie
         )
 
-      const deleteOperator = (companyId: number, userId: number) =>
+      const deleteOperator = (companyId: CompanyId, userId: number) =>
         sql<OperatorRow>`
           DELETE FROM telephony_operators WHERE company_id = ${companyId} AND user_id = ${userId}
           RETURNING ${operatorColumns}`.pipe(
@@ -157,7 +158,7 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
           Effect.orDie
         )
 
-      const setExtension = (companyId: number, userId: number, extension: string | null) =>
+      const setExtension = (companyId: CompanyId, userId: number, extension: string | null) =>
         sql<OperatorRow>`
           UPDATE telephony_operators SET extension = ${extension}, updated_at = now()
           WHERE company_id = ${companyId} AND user_id = ${userId}
@@ -167,7 +168,7 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
             error.reason._tag === "UniqueViolation" ? Effect.fail(new ExtensionTaken()) : Effect.die(error))
         )
 
-      const setPasswords = (companyId: number, userId: number, passwords: { readonly web: string; readonly native: string | null }) =>
+      const setPasswords = (companyId: CompanyId, userId: number, passwords: { readonly web: string; readonly native: string | null }) =>
         sql<OperatorRow>`
           UPDATE telephony_operators SET
             web_sip_password = ${passwords.web},
@@ -179,19 +180,19 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
           Effect.orDie
         )
 
-      const companyTelephonyEnabled = (companyId: number) =>
+      const companyTelephonyEnabled = (companyId: CompanyId) =>
         sql<{ readonly telephony_enabled: boolean }>`SELECT telephony_enabled FROM companies WHERE id = ${companyId}`.pipe(
           Effect.map((rows) => rows[0]?.telephony_enabled === true),
           Effect.orDie
         )
 
-      const contactExists = (companyId: number, contactId: number) =>
+      const contactExists = (companyId: CompanyId, contactId: number) =>
         sql`SELECT 1 FROM contacts WHERE company_id = ${companyId} AND id = ${contactId} AND deleted_at IS NULL`.pipe(
           Effect.map((rows) => rows.length > 0),
           Effect.orDie
         )
 
-      const insertCallAttempt = (companyId: number, attempt: CallAttempt) =>
+      const insertCallAttempt = (companyId: CompanyId, attempt: CallAttempt) =>
         sql<{ readonly id: number }>`
           INSERT INTO call_attempts ${sql.insert({ company_id: companyId, ...attempt })} RETURNING id`.pipe(
           Effect.map((rows) => rows[0].id),

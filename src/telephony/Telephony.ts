@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentActor, currentCompany, requirePermission, requirePersonalCredential } from "../auth/Domain.ts"
+import { type CompanyId, CurrentActor, currentCompany, requirePermission, requirePersonalCredential } from "../auth/Domain.ts"
 import { randomToken } from "../platform/Crypto.ts"
 import {
   BadGateway,
@@ -73,10 +73,10 @@ export class Telephony extends Context.Service<Telephony, {
       const limiter = yield* RateLimiter
       const sql = yield* SqlClient.SqlClient
 
-      const aad = (companyId: number, userId: number, kind: SipProfileKind) => `${companyId}:${userId}:${kind}`
-      const seal = (companyId: number, userId: number, kind: SipProfileKind, password: string) =>
+      const aad = (companyId: CompanyId, userId: number, kind: SipProfileKind) => `${companyId}:${userId}:${kind}`
+      const seal = (companyId: CompanyId, userId: number, kind: SipProfileKind, password: string) =>
         vault.seal(password, aad(companyId, userId, kind))
-      const passwordsOf = Effect.fnUntraced(function*(companyId: number, op: OperatorRow) {
+      const passwordsOf = Effect.fnUntraced(function*(companyId: CompanyId, op: OperatorRow) {
         return {
           web: yield* vault.open(op.web_sip_password, aad(companyId, op.user_id, "web")),
           native: yield* vault.open(op.native_sip_password, aad(companyId, op.user_id, "native"))
@@ -84,7 +84,7 @@ export class Telephony extends Context.Service<Telephony, {
       })
 
       /** Pushes both profiles with their current passwords; the PBX keeps registrations whose password is unchanged. */
-      const syncProfiles = Effect.fnUntraced(function*(companyId: number, op: OperatorRow) {
+      const syncProfiles = Effect.fnUntraced(function*(companyId: CompanyId, op: OperatorRow) {
         const passwords = yield* passwordsOf(companyId, op)
         yield* pbx.upsertProfile({
           companyId,
@@ -104,13 +104,13 @@ export class Telephony extends Context.Service<Telephony, {
       })
 
       // Best effort by contract: any PBX failure reads as "not registered".
-      const registered = (companyId: number, username: string) =>
+      const registered = (companyId: CompanyId, username: string) =>
         pbx.isRegistered(companyId, username).pipe(
           Effect.timeout("2 seconds"),
           Effect.catchCause(() => Effect.succeed(false))
         )
 
-      const anyRegistered = (companyId: number, op: OperatorRow) =>
+      const anyRegistered = (companyId: CompanyId, op: OperatorRow) =>
         Effect.map(
           Effect.all([registered(companyId, op.web_sip_username), registered(companyId, op.native_sip_username)], {
             concurrency: 2
@@ -118,7 +118,7 @@ export class Telephony extends Context.Service<Telephony, {
           ([web, native]) => web || native
         )
 
-      const memberView = Effect.fnUntraced(function*(companyId: number, member: MemberWithOperator) {
+      const memberView = Effect.fnUntraced(function*(companyId: CompanyId, member: MemberWithOperator) {
         const op = member.operator
         return {
           user_id: member.user_id,
@@ -132,7 +132,7 @@ export class Telephony extends Context.Service<Telephony, {
         } satisfies MemberTelephony
       })
 
-      const nativeView = Effect.fnUntraced(function*(companyId: number, op: OperatorRow, password: string) {
+      const nativeView = Effect.fnUntraced(function*(companyId: CompanyId, op: OperatorRow, password: string) {
         return {
           sip_username: op.native_sip_username,
           sip_password: password,
@@ -147,7 +147,7 @@ export class Telephony extends Context.Service<Telephony, {
         } satisfies NativeCredentials
       })
 
-      const browserView = Effect.fnUntraced(function*(companyId: number, member: MemberWithOperator, op: OperatorRow, password: string) {
+      const browserView = Effect.fnUntraced(function*(companyId: CompanyId, member: MemberWithOperator, op: OperatorRow, password: string) {
         return {
           sip_username: op.web_sip_username,
           sip_password: password,
@@ -166,13 +166,13 @@ export class Telephony extends Context.Service<Telephony, {
 
       const manage = requirePermission("company_telephony.manage")
 
-      const memberOf = Effect.fnUntraced(function*(companyId: number, memberId: number) {
+      const memberOf = Effect.fnUntraced(function*(companyId: CompanyId, memberId: number) {
         const member = yield* repo.findMember(companyId, memberId)
         if (Option.isNone(member)) return yield* memberNotFound()
         return member.value
       })
 
-      const operatorOf = Effect.fnUntraced(function*(companyId: number, memberId: number) {
+      const operatorOf = Effect.fnUntraced(function*(companyId: CompanyId, memberId: number) {
         const member = yield* memberOf(companyId, memberId)
         if (member.operator === null) return yield* memberTelephonyOff()
         return { member, op: member.operator }
@@ -233,7 +233,7 @@ export class Telephony extends Context.Service<Telephony, {
       })
 
       /** New passwords in the row and on the PBX together; `native: false` keeps the native one. */
-      const rotate = Effect.fnUntraced(function*(companyId: number, userId: number, rotateNative: boolean) {
+      const rotate = Effect.fnUntraced(function*(companyId: CompanyId, userId: number, rotateNative: boolean) {
         return yield* Effect.gen(function*() {
           const web = randomToken(PASSWORD_LENGTH)
           const native = rotateNative ? randomToken(PASSWORD_LENGTH) : null
@@ -329,7 +329,7 @@ export class Telephony extends Context.Service<Telephony, {
       })
 
       const place = Effect.fnUntraced(function*(
-        companyId: number,
+        companyId: CompanyId,
         caller: OperatorRow,
         to: CallTarget,
         attempt: Omit<CallAttempt, "status" | "pbx_call_id" | "caller_user_id">
