@@ -3,34 +3,35 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, NotFound } from "../platform/Errors.ts"
 import { ApiToken, ApiTokenId, CreateApiToken, CreatedApiToken, UpdateApiToken } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const TokenParams = { id: ApiTokenId }
 
 export class ApiTokensApi extends HttpApiGroup.make("apiTokens")
   .add(
     HttpApiEndpoint.get("list", "/v1/api-tokens", {
-      success: Schema.Struct({ data: Schema.Array(ApiToken) }),
+      success: Data(Schema.Array(ApiToken)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("create", "/v1/api-tokens", {
       payload: CreateApiToken,
-      success: Schema.Struct({ data: CreatedApiToken }).pipe(HttpApiSchema.status(201)),
+      success: Data(CreatedApiToken).pipe(HttpApiSchema.status(201)),
       error: AuthErrors
     }),
     HttpApiEndpoint.get("get", "/v1/api-tokens/:id", {
       params: TokenParams,
-      success: Schema.Struct({ data: ApiToken }),
+      success: Data(ApiToken),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.patch("update", "/v1/api-tokens/:id", {
       params: TokenParams,
       payload: UpdateApiToken,
-      success: Schema.Struct({ data: ApiToken }),
+      success: Data(ApiToken),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.delete("revoke", "/v1/api-tokens/:id", {
       params: TokenParams,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      success: Data(Schema.Struct({ message: Schema.String })),
       error: [...AuthErrors, NotFound]
     })
   )

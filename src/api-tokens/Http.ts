@@ -1,16 +1,17 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { ApiTokens } from "./ApiTokens.ts"
+import { data } from "../platform/Envelope.ts"
 
 const revoked = { data: { message: "Token revoked." } }
 
 export const ApiTokensHttp = HttpApiBuilder.group(Api, "apiTokens", Effect.fn(function*(handlers) {
   const tokens = yield* ApiTokens
   return handlers
-    .handle("list", () => Effect.map(tokens.list, (data) => ({ data })))
-    .handle("create", ({ payload }) => Effect.map(tokens.create(payload), (data) => ({ data })))
-    .handle("get", ({ params }) => Effect.map(tokens.get(params.id), (data) => ({ data })))
-    .handle("update", ({ params, payload }) => Effect.map(tokens.update(params.id, payload), (data) => ({ data })))
+    .handle("list", () => data(tokens.list))
+    .handle("create", ({ payload }) => data(tokens.create(payload)))
+    .handle("get", ({ params }) => data(tokens.get(params.id)))
+    .handle("update", ({ params, payload }) => data(tokens.update(params.id, payload)))
     .handle("revoke", ({ params }) => Effect.as(tokens.revoke(params.id), revoked))
-}))
+})).pipe(Layer.provide(ApiTokens.layer))

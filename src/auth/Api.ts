@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { AuthErrors, CsrfMismatch, TooManyRequests, Unprocessable } from "../platform/Errors.ts"
 import { Authentication } from "./Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const Email = Schema.String.check(
   Schema.isMinLength(1, { message: "The email field is required." }),
@@ -22,8 +23,8 @@ export const VerifyCodePayload = Schema.Struct({
   code: Schema.String.check(Schema.isPattern(/^\d{6}$/, { message: "The code field must be a 6-digit code." }))
 })
 
-const Message = Schema.Struct({ data: Schema.Struct({ message: Schema.String }) })
-const EmailStatus = Schema.Struct({ data: Schema.Struct({ message: Schema.String, email_verified: Schema.Boolean }) })
+const Message = Data(Schema.Struct({ message: Schema.String }))
+const EmailStatus = Data(Schema.Struct({ message: Schema.String, email_verified: Schema.Boolean }))
 
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(

@@ -8,6 +8,7 @@ import { csrfMismatch } from "../platform/Errors.ts"
 import { clientIp } from "../platform/HttpKernel.ts"
 import { Auth, sessionLifetimeMs } from "./Auth.ts"
 import { SessionCookie, XsrfCookie, XsrfHeader } from "./Middleware.ts"
+import { data } from "../platform/Envelope.ts"
 
 type CookieOptions = NonNullable<Cookies.Cookie["options"]>
 
@@ -63,9 +64,9 @@ export const AuthHttp = HttpApiBuilder.group(Api, "auth", Effect.fn(function*(ha
         return { data: { message: "Logged in.", user } }
       }))
     .handle("mobileLogin", ({ payload, request }) =>
-      Effect.map(auth.mobileLogin(payload, clientIp(request)), (data) => ({ data })))
-    .handle("verifyEmailCode", ({ payload }) => Effect.map(auth.verifyEmailCode(payload.code), (data) => ({ data })))
-    .handle("resendEmailCode", () => Effect.map(auth.resendEmailCode, (data) => ({ data })))
+      data(auth.mobileLogin(payload, clientIp(request))))
+    .handle("verifyEmailCode", ({ payload }) => data(auth.verifyEmailCode(payload.code)))
+    .handle("resendEmailCode", () => data(auth.resendEmailCode))
     .handle("logout", ({ request }) =>
       Effect.gen(function*() {
         yield* auth.logout

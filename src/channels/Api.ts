@@ -13,30 +13,31 @@ import {
   SandboxStatus,
   UpdateChannel
 } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const ChannelParams = { id: ChannelId }
-const Message = Schema.Struct({ data: Schema.Struct({ message: Schema.String }) })
+const Message = Data(Schema.Struct({ message: Schema.String }))
 
 export class ChannelsApi extends HttpApiGroup.make("channels")
   .add(
     HttpApiEndpoint.get("list", "/v1/channels", {
-      success: Schema.Struct({ data: Schema.Array(Channel) }),
+      success: Data(Schema.Array(Channel)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("create", "/v1/channels", {
       payload: CreateChannel,
-      success: Schema.Struct({ data: Channel }).pipe(HttpApiSchema.status(201)),
+      success: Data(Channel).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, Unprocessable]
     }),
     HttpApiEndpoint.get("get", "/v1/channels/:id", {
       params: ChannelParams,
-      success: Schema.Struct({ data: Channel }),
+      success: Data(Channel),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.patch("update", "/v1/channels/:id", {
       params: ChannelParams,
       payload: UpdateChannel,
-      success: Schema.Struct({ data: Channel }),
+      success: Data(Channel),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.delete("remove", "/v1/channels/:id", {
@@ -46,7 +47,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
     }),
     HttpApiEndpoint.post("registerWebhook", "/v1/channels/:id/webhook", {
       params: ChannelParams,
-      success: Schema.Struct({ data: Channel }),
+      success: Data(Channel),
       error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
     }).annotateMerge(OpenApi.annotations({
       description: "Telegram only: checks the bot token (getMe) and registers `webhook_url` with the channel's secret token " +
@@ -55,7 +56,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
     HttpApiEndpoint.post("sandboxInbound", "/v1/channels/:id/sandbox/inbound", {
       params: ChannelParams,
       payload: SandboxInbound,
-      success: Schema.Struct({ data: SandboxInboundResult }).pipe(HttpApiSchema.status(201)),
+      success: Data(SandboxInboundResult).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.post("sandboxStatus", "/v1/channels/:id/sandbox/status", {
@@ -67,7 +68,7 @@ export class ChannelsApi extends HttpApiGroup.make("channels")
     HttpApiEndpoint.post("sandboxCallPermission", "/v1/channels/:id/sandbox/call-permission", {
       params: ChannelParams,
       payload: SandboxCallPermission,
-      success: Schema.Struct({ data: SandboxCallPermissionResult }),
+      success: Data(SandboxCallPermissionResult),
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "The contact with the account `from.external_id` answers a call-permission request (msgr_a_business sandbox " +

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
@@ -7,6 +7,7 @@ import { clientIp } from "../platform/HttpKernel.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { Channels } from "./Channels.ts"
 import { Hooks, MalformedBody } from "./Hooks.ts"
+import { data } from "../platform/Envelope.ts"
 
 const deleted = { data: { message: "Channel deleted." } }
 const statusRecorded = { data: { message: "Status recorded." } }
@@ -15,17 +16,17 @@ export const ChannelsHttp = HttpApiBuilder.group(Api, "channels", Effect.fn(func
   const channels = yield* Channels
   const hooks = yield* Hooks
   return handlers
-    .handle("list", () => Effect.map(channels.list, (data) => ({ data })))
-    .handle("create", ({ payload }) => Effect.map(channels.create(payload), (data) => ({ data })))
-    .handle("get", ({ params }) => Effect.map(channels.get(params.id), (data) => ({ data })))
-    .handle("update", ({ params, payload }) => Effect.map(channels.update(params.id, payload), (data) => ({ data })))
+    .handle("list", () => data(channels.list))
+    .handle("create", ({ payload }) => data(channels.create(payload)))
+    .handle("get", ({ params }) => data(channels.get(params.id)))
+    .handle("update", ({ params, payload }) => data(channels.update(params.id, payload)))
     .handle("remove", ({ params }) => Effect.as(channels.remove(params.id), deleted))
-    .handle("registerWebhook", ({ params }) => Effect.map(channels.registerWebhook(params.id), (data) => ({ data })))
-    .handle("sandboxInbound", ({ params, payload }) => Effect.map(hooks.sandboxInbound(params.id, payload), (data) => ({ data })))
+    .handle("registerWebhook", ({ params }) => data(channels.registerWebhook(params.id)))
+    .handle("sandboxInbound", ({ params, payload }) => data(hooks.sandboxInbound(params.id, payload)))
     .handle("sandboxStatus", ({ params, payload }) => Effect.as(hooks.sandboxStatus(params.id, payload), statusRecorded))
     .handle("sandboxCallPermission", ({ params, payload }) =>
-      Effect.map(hooks.sandboxCallPermission(params.id, payload), (data) => ({ data })))
-}))
+      data(hooks.sandboxCallPermission(params.id, payload)))
+})).pipe(Layer.provide(Hooks.layer))
 
 // Webhook bodies are read raw: the WhatsApp signature covers the exact bytes sent.
 const rawBody = (request: HttpServerRequest.HttpServerRequest) => Effect.map(request.arrayBuffer, (buffer) => new Uint8Array(buffer))
@@ -66,4 +67,4 @@ export const HooksHttp = HttpApiBuilder.group(Api, "hooks", Effect.fn(function*(
         accepted(Effect.flatMap(rawBody(request), (body) =>
           hooks.whatsapp(params.channel, request.headers["x-hub-signature-256"], body)))
       ))
-}))
+})).pipe(Layer.provide(Hooks.layer))

@@ -4,6 +4,7 @@ import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors } from "../platform/Errors.ts"
 import { PageInfo } from "../platform/Pagination.ts"
 import { CatalogEntry, EventEnvelope } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 export class EventsApi extends HttpApiGroup.make("events")
   .add(
@@ -23,7 +24,7 @@ export class EventsApi extends HttpApiGroup.make("events")
     }),
     HttpApiEndpoint.get("catalog", "/v1/system-events", {
       query: { type: Schema.optional(Schema.String), group: Schema.optional(Schema.String) },
-      success: Schema.Struct({ data: Schema.Array(CatalogEntry) }),
+      success: Data(Schema.Array(CatalogEntry)),
       error: AuthErrors
     })
   )

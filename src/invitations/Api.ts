@@ -3,6 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { ChangeInvitationRole, CreateInvitation, Invitation, InvitationAnswer, InvitationId } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const ByGuid = { guid: Schema.String }
 const ById = { invitationId: InvitationId }
@@ -10,7 +11,7 @@ const ById = { invitationId: InvitationId }
 export class InvitationsApi extends HttpApiGroup.make("invitations")
   .add(
     HttpApiEndpoint.get("list", "/v1/invitations", {
-      success: Schema.Struct({ data: Schema.Array(Invitation) }),
+      success: Data(Schema.Array(Invitation)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("create", "/v1/invitations", {
@@ -41,7 +42,7 @@ export class InvitationsApi extends HttpApiGroup.make("invitations")
     }),
     HttpApiEndpoint.delete("delete", "/v1/invitations/:invitationId", {
       params: ById,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      success: Data(Schema.Struct({ message: Schema.String })),
       error: [...AuthErrors, NotFound]
     })
   )

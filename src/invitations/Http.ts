@@ -1,12 +1,13 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { Invitations } from "./Invitations.ts"
+import { data } from "../platform/Envelope.ts"
 
 export const InvitationsHttp = HttpApiBuilder.group(Api, "invitations", Effect.fn(function*(handlers) {
   const invitations = yield* Invitations
   return handlers
-    .handle("list", () => Effect.map(invitations.list, (data) => ({ data })))
+    .handle("list", () => data(invitations.list))
     .handle("create", ({ payload }) =>
       Effect.map(invitations.create(payload), (invitation) => ({ data: { message: "Invitation sent.", invitation } })))
     .handle("accept", ({ params }) =>
@@ -20,4 +21,4 @@ export const InvitationsHttp = HttpApiBuilder.group(Api, "invitations", Effect.f
     .handle("revoke", ({ params }) =>
       Effect.map(invitations.revoke(params.invitationId), (invitation) => ({ data: { message: "Invitation revoked.", invitation } })))
     .handle("delete", ({ params }) => Effect.as(invitations.delete(params.invitationId), { data: { message: "Invitation deleted." } }))
-}))
+})).pipe(Layer.provide(Invitations.layer))

@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { data } from "../platform/Envelope.ts"
 import { Api } from "../Api.ts"
 import { Me } from "./Me.ts"
 import { PhoneVerification } from "./PhoneVerification.ts"
@@ -7,13 +8,12 @@ import { PhoneVerification } from "./PhoneVerification.ts"
 export const MeHttp = HttpApiBuilder.group(Api, "me", Effect.fn(function*(handlers) {
   const me = yield* Me
   const phone = yield* PhoneVerification
-  const wrap = <A>(data: A) => ({ data })
   return handlers
-    .handle("get", () => Effect.map(me.profile, wrap))
-    .handle("update", ({ payload }) => Effect.map(me.updateProfile(payload), wrap))
-    .handle("changePassword", ({ payload }) => Effect.map(me.changePassword(payload), wrap))
-    .handle("setAvailability", ({ payload }) => Effect.map(me.setAvailability(payload.status), wrap))
-    .handle("switchCompany", ({ payload }) => Effect.map(me.switchCompany(payload.company_id), wrap))
-    .handle("sendPhoneCode", () => Effect.map(phone.sendCode, wrap))
-    .handle("verifyPhone", ({ payload }) => Effect.map(phone.verify(payload.code), wrap))
-})).pipe(Layer.provide(PhoneVerification.layer))
+    .handle("get", () => data(me.profile))
+    .handle("update", ({ payload }) => data(me.updateProfile(payload)))
+    .handle("changePassword", ({ payload }) => data(me.changePassword(payload)))
+    .handle("setAvailability", ({ payload }) => data(me.setAvailability(payload.status)))
+    .handle("switchCompany", ({ payload }) => data(me.switchCompany(payload.company_id)))
+    .handle("sendPhoneCode", () => data(phone.sendCode))
+    .handle("verifyPhone", ({ payload }) => data(phone.verify(payload.code)))
+})).pipe(Layer.provide([Me.layer, PhoneVerification.layer]))

@@ -3,28 +3,29 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { ChangeRole, Member, MemberId, User } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const MemberParams = { memberId: MemberId }
 
 export class MembersApi extends HttpApiGroup.make("members")
   .add(
     HttpApiEndpoint.get("list", "/v1/companies/current/members", {
-      success: Schema.Struct({ data: Schema.Array(Member) }),
+      success: Data(Schema.Array(Member)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("changeRole", "/v1/companies/current/members/:memberId/role", {
       params: MemberParams,
       payload: ChangeRole,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String, member: Member }) }),
+      success: Data(Schema.Struct({ message: Schema.String, member: Member })),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.post("revoke", "/v1/companies/current/members/:memberId/revoke", {
       params: MemberParams,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      success: Data(Schema.Struct({ message: Schema.String })),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.get("users", "/v1/users", {
-      success: Schema.Struct({ data: Schema.Array(User) }),
+      success: Data(Schema.Array(User)),
       error: AuthErrors
     })
   )

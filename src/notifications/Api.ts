@@ -1,10 +1,10 @@
-import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, Unprocessable } from "../platform/Errors.ts"
 import { NotificationPreferences, PreferencesPatch } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
-const Snapshot = Schema.Struct({ data: NotificationPreferences })
+const Snapshot = Data(NotificationPreferences)
 
 export class NotificationsApi extends HttpApiGroup.make("notificationPreferences")
   .add(

@@ -2,10 +2,11 @@ import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { NotificationPreferences } from "./NotificationPreferences.ts"
+import { data } from "../platform/Envelope.ts"
 
 export const NotificationsHttp = HttpApiBuilder.group(Api, "notificationPreferences", Effect.fn(function*(handlers) {
   const preferences = yield* NotificationPreferences
   return handlers
-    .handle("get", () => Effect.map(preferences.get, (data) => ({ data })))
-    .handle("update", ({ payload }) => Effect.map(preferences.update(payload), (data) => ({ data })))
+    .handle("get", () => data(preferences.get))
+    .handle("update", ({ payload }) => data(preferences.update(payload)))
 })).pipe(Layer.provide(NotificationPreferences.layer))

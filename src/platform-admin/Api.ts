@@ -3,6 +3,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "effect/http-api"
 import { NotFound, ServiceUnavailable, Unauthenticated, Unprocessable } from "../platform/Errors.ts"
 import { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 /** `Authorization: Bearer <PLATFORM_API_KEY>`: the operator of the platform, not a tenant. */
 export class PlatformAuth extends HttpApiMiddleware.Service<PlatformAuth>()("crm/platform-admin/PlatformAuth", {
@@ -27,19 +28,19 @@ export class PlatformApi extends HttpApiGroup.make("platform")
     }),
     HttpApiEndpoint.get("getCompany", "/companies/:id", {
       params: CompanyParams,
-      success: Schema.Struct({ data: CompanyView }),
+      success: Data(CompanyView),
       error: NotFound
     }),
     HttpApiEndpoint.patch("updateCompany", "/companies/:id", {
       params: CompanyParams,
       payload: UpdateCompany,
-      success: Schema.Struct({ data: CompanyView }),
+      success: Data(CompanyView),
       error: [NotFound, Unprocessable]
     }),
     HttpApiEndpoint.post("addUser", "/companies/:id/users", {
       params: CompanyParams,
       payload: AddUser,
-      success: Schema.Struct({ data: Schema.Struct({ user: Schema.Struct({ id: Schema.Int, email: Schema.String }) }) })
+      success: Data(Schema.Struct({ user: Schema.Struct({ id: Schema.Int, email: Schema.String }) }))
         .pipe(HttpApiSchema.status(201)),
       error: [NotFound, Unprocessable]
     })

@@ -6,6 +6,7 @@ import { ServiceUnavailable, unauthenticated } from "../platform/Errors.ts"
 import { PlatformAuth } from "./Api.ts"
 import { PlatformAdmin } from "./PlatformAdmin.ts"
 import { PlatformKey } from "./PlatformKey.ts"
+import { data } from "../platform/Envelope.ts"
 
 export const PlatformAuthLayer = Layer.effect(
   PlatformAuth,
@@ -25,8 +26,8 @@ export const PlatformAuthLayer = Layer.effect(
 export const PlatformHttp = HttpApiBuilder.group(Api, "platform", Effect.fn(function*(handlers) {
   const admin = yield* PlatformAdmin
   return handlers
-    .handle("createCompany", ({ payload }) => Effect.map(admin.createCompany(payload), (data) => ({ data })))
-    .handle("getCompany", ({ params }) => Effect.map(admin.getCompany(params.id), (data) => ({ data })))
-    .handle("updateCompany", ({ params, payload }) => Effect.map(admin.updateCompany(params.id, payload), (data) => ({ data })))
+    .handle("createCompany", ({ payload }) => data(admin.createCompany(payload)))
+    .handle("getCompany", ({ params }) => data(admin.getCompany(params.id)))
+    .handle("updateCompany", ({ params, payload }) => data(admin.updateCompany(params.id, payload)))
     .handle("addUser", ({ params, payload }) => Effect.map(admin.addUser(params.id, payload), (user) => ({ data: { user } })))
-})).pipe(Layer.provide(PlatformAuthLayer))
+})).pipe(Layer.provide([PlatformAdmin.layer, PlatformAuthLayer]))

@@ -3,34 +3,35 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/ht
 import { Authentication } from "../auth/Middleware.ts"
 import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { CreateTeam, Team, TeamId, UpdateTeam } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const TeamParams = { team: TeamId }
 
 export class TeamsApi extends HttpApiGroup.make("teams")
   .add(
     HttpApiEndpoint.get("list", "/v1/teams", {
-      success: Schema.Struct({ data: Schema.Array(Team) }),
+      success: Data(Schema.Array(Team)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("create", "/v1/teams", {
       payload: CreateTeam,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String, team: Team }) }).pipe(HttpApiSchema.status(201)),
+      success: Data(Schema.Struct({ message: Schema.String, team: Team })).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, Unprocessable]
     }),
     HttpApiEndpoint.get("get", "/v1/teams/:team", {
       params: TeamParams,
-      success: Schema.Struct({ data: Team }),
+      success: Data(Team),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.patch("update", "/v1/teams/:team", {
       params: TeamParams,
       payload: UpdateTeam,
-      success: Schema.Struct({ data: Team }),
+      success: Data(Team),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.delete("delete", "/v1/teams/:team", {
       params: TeamParams,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      success: Data(Schema.Struct({ message: Schema.String })),
       error: [...AuthErrors, NotFound]
     })
   )

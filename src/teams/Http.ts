@@ -1,14 +1,15 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { Teams } from "./Teams.ts"
+import { data } from "../platform/Envelope.ts"
 
 export const TeamsHttp = HttpApiBuilder.group(Api, "teams", Effect.fn(function*(handlers) {
   const teams = yield* Teams
   return handlers
-    .handle("list", () => Effect.map(teams.list, (data) => ({ data })))
+    .handle("list", () => data(teams.list))
     .handle("create", ({ payload }) => Effect.map(teams.create(payload), (team) => ({ data: { message: "Team created.", team } })))
-    .handle("get", ({ params }) => Effect.map(teams.get(params.team), (data) => ({ data })))
-    .handle("update", ({ params, payload }) => Effect.map(teams.update(params.team, payload), (data) => ({ data })))
+    .handle("get", ({ params }) => data(teams.get(params.team)))
+    .handle("update", ({ params, payload }) => data(teams.update(params.team, payload)))
     .handle("delete", ({ params }) => Effect.as(teams.delete(params.team), { data: { message: "Team deleted." } }))
-}))
+})).pipe(Layer.provide(Teams.layer))

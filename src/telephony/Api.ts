@@ -14,6 +14,7 @@ import {
   SetExtension,
   SipLogin
 } from "./Domain.ts"
+import { Data } from "../platform/Envelope.ts"
 
 const MemberParams = { memberId: MemberId }
 const AdminErrors = [...AuthErrors, NotFound, Unprocessable] as const
@@ -22,33 +23,33 @@ const SelfErrors = [...AuthErrors, Unprocessable] as const
 export class TelephonyApi extends HttpApiGroup.make("telephony")
   .add(
     HttpApiEndpoint.get("list", "/v1/companies/current/members/telephony", {
-      success: Schema.Struct({ data: Schema.Array(MemberTelephony) }),
+      success: Data(Schema.Array(MemberTelephony)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("enable", "/v1/companies/current/members/:memberId/telephony/enable", {
       params: MemberParams,
-      success: Schema.Struct({ data: MemberTelephony }),
+      success: Data(MemberTelephony),
       error: [...AdminErrors, BadGateway]
     }),
     HttpApiEndpoint.post("disable", "/v1/companies/current/members/:memberId/telephony/disable", {
       params: MemberParams,
-      success: Schema.Struct({ data: MemberTelephony }),
+      success: Data(MemberTelephony),
       error: [...AdminErrors, BadGateway]
     }),
     HttpApiEndpoint.get("credentials", "/v1/companies/current/members/:memberId/telephony/credentials", {
       params: MemberParams,
-      success: Schema.Struct({ data: NativeCredentials }),
+      success: Data(NativeCredentials),
       error: AdminErrors
     }),
     HttpApiEndpoint.post("resetPassword", "/v1/companies/current/members/:memberId/telephony/reset-password", {
       params: MemberParams,
-      success: Schema.Struct({ data: SipLogin }),
+      success: Data(SipLogin),
       error: [...AdminErrors, BadGateway]
     }),
     HttpApiEndpoint.post("setExtension", "/v1/companies/current/members/:memberId/telephony/extension", {
       params: MemberParams,
       payload: SetExtension,
-      success: Schema.Struct({ data: MemberTelephony }),
+      success: Data(MemberTelephony),
       error: AdminErrors
     })
   )
@@ -62,33 +63,33 @@ export class TelephonyApi extends HttpApiGroup.make("telephony")
 export class SoftphoneApi extends HttpApiGroup.make("softphone")
   .add(
     HttpApiEndpoint.get("credentials", "/v1/softphone/credentials", {
-      success: Schema.Struct({ data: BrowserCredentials }),
+      success: Data(BrowserCredentials),
       error: SelfErrors
     }),
     HttpApiEndpoint.post("resetPassword", "/v1/softphone/reset-password", {
-      success: Schema.Struct({ data: BrowserCredentials }),
+      success: Data(BrowserCredentials),
       error: [...SelfErrors, BadGateway]
     }),
     HttpApiEndpoint.get("externalCredentials", "/v1/softphone/external-credentials", {
-      success: Schema.Struct({ data: NativeCredentials }),
+      success: Data(NativeCredentials),
       error: SelfErrors
     }),
     HttpApiEndpoint.post("resetExternalPassword", "/v1/softphone/external/reset-password", {
-      success: Schema.Struct({ data: NativeCredentials }),
+      success: Data(NativeCredentials),
       error: [...SelfErrors, BadGateway]
     }),
     HttpApiEndpoint.get("colleagues", "/v1/softphone/colleagues", {
-      success: Schema.Struct({ data: Schema.Array(Colleague) }),
+      success: Data(Schema.Array(Colleague)),
       error: SelfErrors
     }),
     HttpApiEndpoint.post("internalCall", "/v1/softphone/internal-call", {
       payload: InternalCall,
-      success: Schema.Struct({ data: CallStarted }).pipe(HttpApiSchema.status(202)),
+      success: Data(CallStarted).pipe(HttpApiSchema.status(202)),
       error: [...SelfErrors, BadGateway]
     }),
     HttpApiEndpoint.post("externalCall", "/v1/softphone/external-call", {
       payload: ExternalCall,
-      success: Schema.Struct({ data: CallStarted }).pipe(HttpApiSchema.status(202)),
+      success: Data(CallStarted).pipe(HttpApiSchema.status(202)),
       error: [...SelfErrors, BadGateway]
     })
   )

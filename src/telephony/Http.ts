@@ -1,29 +1,29 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
 import { Telephony } from "./Telephony.ts"
+import { data } from "../platform/Envelope.ts"
 
-const wrap = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.map(effect, (data) => ({ data }))
 
 export const TelephonyHttp = HttpApiBuilder.group(Api, "telephony", Effect.fn(function*(handlers) {
   const telephony = yield* Telephony
   return handlers
-    .handle("list", () => wrap(telephony.listMembers))
-    .handle("enable", ({ params }) => wrap(telephony.enable(params.memberId)))
-    .handle("disable", ({ params }) => wrap(telephony.disable(params.memberId)))
-    .handle("credentials", ({ params }) => wrap(telephony.credentials(params.memberId)))
-    .handle("resetPassword", ({ params }) => wrap(telephony.resetPassword(params.memberId)))
-    .handle("setExtension", ({ params, payload }) => wrap(telephony.setExtension(params.memberId, payload.extension)))
-}))
+    .handle("list", () => data(telephony.listMembers))
+    .handle("enable", ({ params }) => data(telephony.enable(params.memberId)))
+    .handle("disable", ({ params }) => data(telephony.disable(params.memberId)))
+    .handle("credentials", ({ params }) => data(telephony.credentials(params.memberId)))
+    .handle("resetPassword", ({ params }) => data(telephony.resetPassword(params.memberId)))
+    .handle("setExtension", ({ params, payload }) => data(telephony.setExtension(params.memberId, payload.extension)))
+})).pipe(Layer.provide(Telephony.layer))
 
 export const SoftphoneHttp = HttpApiBuilder.group(Api, "softphone", Effect.fn(function*(handlers) {
   const telephony = yield* Telephony
   return handlers
-    .handle("credentials", () => wrap(telephony.ownCredentials))
-    .handle("resetPassword", () => wrap(telephony.resetOwnPassword))
-    .handle("externalCredentials", () => wrap(telephony.ownNativeCredentials))
-    .handle("resetExternalPassword", () => wrap(telephony.resetOwnNativePassword))
-    .handle("colleagues", () => wrap(telephony.colleagues))
-    .handle("internalCall", ({ payload }) => wrap(telephony.internalCall(payload)))
-    .handle("externalCall", ({ payload }) => wrap(telephony.externalCall(payload)))
-}))
+    .handle("credentials", () => data(telephony.ownCredentials))
+    .handle("resetPassword", () => data(telephony.resetOwnPassword))
+    .handle("externalCredentials", () => data(telephony.ownNativeCredentials))
+    .handle("resetExternalPassword", () => data(telephony.resetOwnNativePassword))
+    .handle("colleagues", () => data(telephony.colleagues))
+    .handle("internalCall", ({ payload }) => data(telephony.internalCall(payload)))
+    .handle("externalCall", ({ payload }) => data(telephony.externalCall(payload)))
+})).pipe(Layer.provide(Telephony.layer))
