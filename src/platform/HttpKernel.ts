@@ -3,6 +3,7 @@ import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } fr
 import { HttpApiError } from "effect/http-api"
 import { randomUUID } from "node:crypto"
 import * as Errors from "./Errors.ts"
+import { inspectRequest } from "./InputHygiene.ts"
 import { log } from "./Logging.ts"
 
 /** Per-request state shared between the kernel middleware and anything deeper (auth, limiters). */
@@ -125,7 +126,15 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
     const requestId = incoming !== undefined && validRequestId.test(incoming) ? incoming : randomUUID()
     const state: RequestState = { requestId, headers: {} }
     const started = performance.now()
-    const response = yield* httpEffect.pipe(
+    const verdict = yield* inspectRequest(request)
+    const guarded = verdict._tag === "Clean"
+      ? httpEffect
+      : Effect.succeed(
+        verdict._tag === "Invalid"
+          ? json(422, { message: verdict.message, errors: verdict.errors })
+          : json(400, { message: verdict.message })
+      )
+    const response = yield* guarded.pipe(
       Effect.provideService(CurrentRequest, state),
       Effect.annotateLogs({ request_id: requestId }),
       Effect.catchCause((cause) => render(cause, requestId))
