@@ -4,7 +4,7 @@ import { HttpApiError } from "effect/http-api"
 import { randomUUID } from "node:crypto"
 import * as Errors from "./Errors.ts"
 import { inspectRequest } from "./InputHygiene.ts"
-import { log } from "./Logging.ts"
+import { loggablePath, log } from "./Logging.ts"
 
 /** Per-request state shared between the kernel middleware and anything deeper (auth, limiters). */
 export interface RequestState {
@@ -145,7 +145,7 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
       log.info({
         request_id: requestId,
         method: request.method,
-        path: request.url,
+        path: loggablePath(request.url),
         status: final.status,
         ms: Math.round((performance.now() - started) * 100) / 100
       }, "request")
