@@ -14,6 +14,7 @@ export class Authentication extends HttpApiMiddleware.Service<Authentication, {
   // One scheme on purpose: with several, a failure of the first (say a 429 on a valid
   // token) would be reported as the last one's 401. The bearer handler falls back to
   // the session cookie when no Authorization header is sent.
-  security: { bearer: HttpApiSecurity.bearer },
+  // "bearer" in lower case: OpenAPI tools (Scalar) match the scheme name exactly, and "Bearer" made them offer Basic.
+  security: { bearer: HttpApiSecurity.http({ scheme: "bearer" }) },
   error: [Unauthenticated, CsrfMismatch, TooManyRequests]
 }) {}

@@ -7,7 +7,7 @@ import { Data } from "../platform/Envelope.ts"
 
 /** `Authorization: Bearer <PLATFORM_API_KEY>`: the operator of the platform, not a tenant. */
 export class PlatformAuth extends HttpApiMiddleware.Service<PlatformAuth>()("crm/platform-admin/PlatformAuth", {
-  security: { bearer: HttpApiSecurity.bearer },
+  security: { bearer: HttpApiSecurity.http({ scheme: "bearer" }) },
   error: [Unauthenticated, ServiceUnavailable]
 }) {}
 

@@ -25,6 +25,12 @@ describe("kernel", () => {
     assert.notStrictEqual(bad.headers.get("x-request-id"), "bad id with spaces")
   })
 
+  it("documents the bearer scheme so that API tools offer Authorization: Bearer", async () => {
+    const doc = await request(server, "GET", "/openapi.json")
+    assert.strictEqual(doc.status, 200)
+    assert.deepStrictEqual(Object.values(doc.body.components.securitySchemes).map((s: any) => [s.type, s.scheme]), [["http", "bearer"]])
+  })
+
   it("answers unknown routes with a JSON 404", async () => {
     const res = await request(server, "GET", "/v1/nothing-here")
     assert.strictEqual(res.status, 404)
