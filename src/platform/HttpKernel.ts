@@ -1,6 +1,7 @@
 import { Cause, Context, Effect, Option, Schema, SchemaIssue, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
+import { SqlError } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import * as Errors from "./Errors.ts"
 import { inspectRequest } from "./InputHygiene.ts"
@@ -90,6 +91,10 @@ const statusOf = (error: unknown): number => {
   return 503
 }
 
+/** A database that cannot be reached (restarting, network): the client can retry, so it is 503, not 500. */
+const databaseUnavailable = (error: unknown) =>
+  SqlError.isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "AuthenticationError")
+
 const render = (cause: Cause.Cause<unknown>, requestId: string) =>
   Effect.gen(function*() {
     if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
@@ -111,6 +116,10 @@ const render = (cause: Cause.Cause<unknown>, requestId: string) =>
     }
     const wire = encodeWire(error)
     if (wire !== undefined) return wire
+    if (databaseUnavailable(error)) {
+      yield* Effect.logWarning("database unavailable", { request_id: requestId })
+      return HttpServerResponse.jsonUnsafe({ message: "Service temporarily unavailable." }, { status: 503, headers: { "retry-after": "5" } })
+    }
     yield* Effect.logError("unhandled failure", { request_id: requestId }).pipe(Effect.annotateLogs({ request_id: requestId }), Effect.andThen(Effect.logError(cause)))
     return json(500, { message: "Server Error" })
   })
