@@ -274,7 +274,7 @@ export class Deals extends Context.Service<Deals, {
 
         const written = yield* repo.update(company.id, id, columns as DealColumns, at)
         if (Option.isNone(written)) return yield* conversationTaken()
-        const after = Option.getOrThrow(yield* repo.find(company.id, id))
+        const after = written.value
 
         const entries: Array<NewActivity> = []
         const by = actor.userId
@@ -291,15 +291,11 @@ export class Deals extends Context.Service<Deals, {
           })
         }
         if (before.funnel_stage_id !== after.funnel_stage_id) {
-          const names = new Map<number, Stage>()
-          for (const stageId of [before.funnel_stage_id, after.funnel_stage_id]) {
-            const found = yield* funnels.stage(company.id, stageId)
-            if (Option.isSome(found)) names.set(stageId, found.value)
-          }
+          const from = Option.getOrUndefined(yield* funnels.stage(company.id, before.funnel_stage_id))
           entries.push({
             type: "stage_changed",
             actorUserId: by,
-            body: `${stageName(names.get(before.funnel_stage_id))} → ${stageName(names.get(after.funnel_stage_id))}`,
+            body: `${stageName(from)} → ${stageName(stage ?? undefined)}`,
             metadata: { from: before.funnel_stage_id, to: after.funnel_stage_id }
           })
         }

@@ -94,8 +94,8 @@ export class DealsRepo extends Context.Service<DealsRepo, {
   list(companyId: CompanyId, filters: DealFilters, limit: number, offset: number): Effect.Effect<{ readonly items: ReadonlyArray<Deal>; readonly total: number }>
   /** None when the conversation already has a deal (the unique index decides, races included). */
   insert(companyId: CompanyId, columns: DealColumns & { readonly contact_id: number; readonly funnel_id: number; readonly funnel_stage_id: number; readonly title: string; readonly currency: string }): Effect.Effect<Option.Option<number>>
-  /** None when the conversation already has a deal. */
-  update(companyId: CompanyId, id: number, columns: DealColumns, now: Date): Effect.Effect<Option.Option<void>>
+  /** The deal as written; None when the conversation already has a deal. */
+  update(companyId: CompanyId, id: number, columns: DealColumns, now: Date): Effect.Effect<Option.Option<Deal>>
   setDeleted(companyId: CompanyId, id: number, at: Date | null): Effect.Effect<void>
   contactExists(companyId: CompanyId, contactId: number): Effect.Effect<boolean>
   isMember(companyId: CompanyId, userId: number): Effect.Effect<boolean>
@@ -149,9 +149,11 @@ export class DealsRepo extends Context.Service<DealsRepo, {
         )
 
       const update = (companyId: CompanyId, id: number, values: DealColumns, now: Date) =>
-        sql`UPDATE deals SET ${sql.update({ ...values, updated_at: now })} WHERE company_id = ${companyId} AND id = ${id}`.pipe(
-          Effect.as(Option.some<void>(undefined)),
-          Effect.catchReason("SqlError", "UniqueViolation", () => Effect.succeed(Option.none<void>())),
+        sql<DealRow>`
+          UPDATE deals SET ${sql.update({ ...values, updated_at: now })} WHERE company_id = ${companyId} AND id = ${id}
+          RETURNING ${columns}`.pipe(
+          Effect.map((rows) => Option.some(toDeal(rows[0]))),
+          Effect.catchReason("SqlError", "UniqueViolation", () => Effect.succeed(Option.none<Deal>())),
           Effect.orDie
         )
 
