@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { sqlQuery } from "../messages/support.ts"
+import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { activitiesOf, createDeal, dealSetup, eventsOf, ok } from "./support.ts"
 
@@ -142,6 +144,27 @@ describe("deal tasks", () => {
     const [event] = await eventsOf(server, company.id, "deal_task.assigned")
     assert.deepStrictEqual(Object.keys(event.payload).sort(), ["assigned_by_user_id", "task", "user_id"])
   })
+
+  it.live("the assignee hears deal_task.assigned on their private-user channel", () =>
+    Effect.gen(function*() {
+      const company = yield* Effect.promise(() => createCompany(server))
+      const { contact } = yield* Effect.promise(() => dealSetup(server, company.token))
+      const deal = yield* Effect.promise(() => createDeal(server, company.token, { contact_id: contact.id }))
+      const ann = yield* Effect.promise(() => person(company.id))
+      const client = yield* connectPusher({ realtimePort: server.realtimePort, appKey: server.pusherAppKey, apiUrl: server.url, token: ann.token })
+      const channel = yield* subscribe(client, `private-user.${ann.id}`)
+      const assigned = yield* listen(channel, "deal_task.assigned")
+      const task = yield* Effect.promise(() =>
+        ok(server, "POST", "/v1/deal-tasks", company.token, { deal_id: deal.id, title: "for Ann", assigned_user_id: ann.id }, 201)
+      )
+      const event = (yield* next(assigned)) as any
+      assert.deepStrictEqual([event.event, event.data.user_id, event.data.task.id, event.data.task.assigned_user_id], [
+        "deal_task.assigned",
+        ann.id,
+        task.id,
+        ann.id
+      ])
+    }))
 
   it("another company's task and deal are 404 or invalid on every task route", async () => {
     const owner = await createCompany(server)
