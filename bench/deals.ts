@@ -78,7 +78,7 @@ const generate = async (url: string) => {
       "ANALYZE bench_stage_map",
       "ANALYZE bench_contact_map",
       `INSERT INTO deals (company_id, contact_id, funnel_id, funnel_stage_id, title, amount, currency, status, responsible_user_id)
-       SELECT c.company_id, cm.contact_id, sm.funnel_id, sm.stage_id, 'Deal ' || g, ((g * 7919) % 10000000) / 100.0, 'KZT',
+       SELECT c.company_id, cm.contact_id, sm.funnel_id, sm.stage_id, 'Deal ' || g, ((g::bigint * 7919) % 10000000) / 100.0, 'KZT',
          CASE sm.type WHEN 'success' THEN 'won' WHEN 'failed' THEN 'lost' ELSE 'open' END, NULL
        FROM generate_series(1, ${DEALS}) g
        JOIN bench_deals_companies c ON c.rank = 1 + g % ${COMPANIES}

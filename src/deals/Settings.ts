@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { type CompanyId, type CurrentActor } from "../auth/Domain.ts"
+import { CompanyId, type CurrentActor } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { type FeatureNotAvailable, type Forbidden, invalidField, type Unprocessable } from "../platform/Errors.ts"
 import { configure, dealsAccess } from "./Access.ts"
@@ -130,3 +130,18 @@ export const autoCreateForConversation = (
       return Option.some(deal.id)
     }).pipe(sql.withTransaction, Effect.orDie)
   }).pipe(Effect.provide(AutoCreateRepos), Effect.withSpan("Deals.autoCreateForConversation"))
+
+/**
+ * `autoCreateForConversation` bound to the services at hand, for a caller built as a layer
+ * (`messages/Inbound.ts`): `const autoCreateDeal = yield* makeAutoCreate` while building, then
+ * `yield* autoCreateDeal(companyId, conversationId, { channelId })` inside the inbound transaction.
+ * A failure is logged and rolled back to its savepoint; the inbound message is kept.
+ */
+export const makeAutoCreate = Effect.gen(function*() {
+  const context = yield* Effect.context<SqlClient.SqlClient | Events>()
+  return (companyId: number, conversationId: number, options: { readonly channelId?: number } = {}): Effect.Effect<Option.Option<number>> =>
+    autoCreateForConversation(CompanyId.make(companyId), conversationId, options).pipe(
+      Effect.catchCause((cause) => Effect.as(Effect.logWarning("deal auto-creation failed", cause), Option.none())),
+      Effect.provideContext(context)
+    )
+})

@@ -4,7 +4,8 @@ import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { CompanyId } from "../../src/auth/Domain.ts"
 import { remindersLayer } from "../../src/deals/Reminders.ts"
-import { autoCreateForConversation } from "../../src/deals/Settings.ts"
+import { autoCreateForConversation, makeAutoCreate } from "../../src/deals/Settings.ts"
+import { SqlClient } from "effect/sql"
 import { conversationOn, createChannel, inbound, sqlQuery } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { activitiesOf, createDeal, createFunnel, dealSetup, eventsOf, ok } from "./support.ts"
@@ -104,7 +105,12 @@ describe("deal settings and auto-creation", () => {
     // Without a default funnel id it takes the default funnel; another company's conversation gets nothing.
     await ok(server, "POST", "/v1/company/deal-settings", company.token, { default_funnel_id: null })
     const second = await inbound(server, company.token, await createChannel(server, company.token, "msgr_b"), { from: { external_id: "someone-else", name: "Bo" } })
-    const id = await autoCreate(company.id, second.conversation_id)
+    // As the inbound path calls it: bound at layer build, run inside the inbound transaction.
+    const id = await server.runInApp(Effect.gen(function*() {
+      const autoCreateDeal = yield* makeAutoCreate
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql.withTransaction(autoCreateDeal(company.id, second.conversation_id))
+    }).pipe(Effect.orDie))
     const other = await ok(server, "GET", `/v1/deals/${Option.getOrThrow(id)}`, company.token)
     const [first] = await ok(server, "GET", "/v1/funnels", company.token)
     assert.deepStrictEqual([other.funnel_id, other.funnel_stage_id], [first.id, first.stages[0].id])
