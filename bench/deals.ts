@@ -86,7 +86,8 @@ const generate = async (url: string) => {
          AND sm.si = (g / ${COMPANIES} / 5) % 5
        JOIN bench_contact_map cm ON cm.rank = c.rank`,
       ...indexes.map((i) => i.indexdef),
-      "ANALYZE deals",
+      // What autovacuum does to a live table: statistics, and a visibility map for index-only scans.
+      "VACUUM ANALYZE deals",
       "CREATE TABLE bench_deals_meta (generated_at timestamptz DEFAULT now())",
       "INSERT INTO bench_deals_meta DEFAULT VALUES"
     ]) yield* sql.unsafe(statement)
@@ -144,6 +145,8 @@ const main = async () => {
     const [meta] = await query<{ n: number }>(url, "SELECT count(*)::int AS n FROM pg_tables WHERE tablename = 'bench_deals_meta'")
     if (meta.n === 0) await generate(url)
     else console.log("  reusing the generated data")
+    // Statistics a later migration may have declared are filled by ANALYZE (autovacuum's job on a live table).
+    await query(url, "ANALYZE deals")
 
     const [target] = await query<{ company_id: number; funnel_id: number; deals: number; total: number }>(url, `
       SELECT c.company_id::int AS company_id, f.id::int AS funnel_id,
@@ -198,8 +201,8 @@ const main = async () => {
         const out: Record<string, Array<number>> = { page1: [], page50: [], count: [] }
         for (let i = 0; i < SAMPLES; i++) {
           for (const [key, statement] of [
-            ["page1", sql`SELECT * FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id} ORDER BY id DESC LIMIT 20 OFFSET 0`],
-            ["page50", sql`SELECT * FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id} ORDER BY id DESC LIMIT 20 OFFSET 980`],
+            ["page1", sql`SELECT * FROM deals WHERE company_id = ${target.company_id} AND id IN (SELECT id FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id} ORDER BY id DESC LIMIT 20 OFFSET 0) ORDER BY id DESC`],
+            ["page50", sql`SELECT * FROM deals WHERE company_id = ${target.company_id} AND id IN (SELECT id FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id} ORDER BY id DESC LIMIT 20 OFFSET 980) ORDER BY id DESC`],
             ["count", sql`SELECT count(*)::int FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id}`]
           ] as const) {
             const t0 = performance.now()
@@ -208,7 +211,7 @@ const main = async () => {
           }
         }
         const plan = yield* sql.unsafe<{ "QUERY PLAN": string }>(
-          `EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id} ORDER BY id DESC LIMIT 20 OFFSET 980`
+          `EXPLAIN (ANALYZE, BUFFERS) SELECT * FROM deals WHERE company_id = ${target.company_id} AND id IN (SELECT id FROM deals WHERE company_id = ${target.company_id} AND deleted_at IS NULL AND funnel_id = ${target.funnel_id} ORDER BY id DESC LIMIT 20 OFFSET 980) ORDER BY id DESC`
         )
         return { out, plan: plan.map((r) => r["QUERY PLAN"]) }
       }).pipe(Effect.orDie))
@@ -216,7 +219,7 @@ const main = async () => {
         const s = summary(samples)
         console.log(`  ${("SQL only: " + key).padEnd(34)} ${fmtMs(s.p50)} ${fmtMs(s.p95)} ${fmtMs(s.p99)} ${fmtMs(s.max)}`)
       }
-      console.log("  plan of page 50:\n    " + sqlSamples.plan.slice(0, 4).join("\n    "))
+      console.log("  plan of page 50:\n    " + sqlSamples.plan.join("\n    "))
       console.log(`  HTTP over baseline (p95): page 1 +${(first.p95 - baseline.p95).toFixed(2)} ms, page 50 +${(fifty.p95 - baseline.p95).toFixed(2)} ms`)
       const verdict = (ok: boolean) => (ok ? "met" : "MISSED")
       console.log(`  goals: list p95 ≤ 20 ms ${verdict(Math.max(first.p95, fifty.p95) <= 20)}; move p95 ≤ 10 ms ${verdict(moves.p95 <= 10)}`)

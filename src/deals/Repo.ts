@@ -134,7 +134,12 @@ export class DealsRepo extends Context.Service<DealsRepo, {
             ...(filters.responsible_user_id !== undefined ? [sql`responsible_user_id = ${filters.responsible_user_id}`] : [])
           ]
           const [items, counted] = yield* Effect.all([
-            sql<DealRow>`SELECT ${columns} FROM deals WHERE ${sql.and(where)} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset}`,
+            // The page's ids first (an index-only walk of the filter's index), then only those rows:
+            // a deep page does not fetch the rows it skips.
+            sql<DealRow>`
+              SELECT ${columns} FROM deals WHERE company_id = ${companyId} AND id IN (
+                SELECT id FROM deals WHERE ${sql.and(where)} ORDER BY id DESC LIMIT ${limit} OFFSET ${offset})
+              ORDER BY id DESC`,
             sql<{ n: number }>`SELECT count(*)::int AS n FROM deals WHERE ${sql.and(where)}`
           ], { concurrency: 2 })
           return { items: items.map(toDeal), total: counted[0].n }
