@@ -285,6 +285,17 @@ describe("deals", () => {
     assert.strictEqual((await eventsOf(server, company.id, "deal.restored")).length, 1)
   })
 
+  it("every deals route is in the OpenAPI document", async () => {
+    const doc = await request(server, "GET", "/openapi.json")
+    assert.strictEqual(doc.status, 200)
+    for (const path of [
+      "/v1/deals", "/v1/deals/{deal}", "/v1/deals/{deal}/restore", "/v1/deals/{deal}/activities", "/v1/deals/{deal}/notes",
+      "/v1/deals/{deal}/tasks", "/v1/contacts/{contact}/deals", "/v1/funnels", "/v1/funnels/{funnel}", "/v1/funnels/{funnel}/stages",
+      "/v1/funnels/{funnel}/stages/{stage}", "/v1/deal-types", "/v1/deal-types/{dealType}", "/v1/lost-reasons",
+      "/v1/lost-reasons/{lostReason}", "/v1/deal-tasks", "/v1/deal-tasks/{task}", "/v1/company/deal-settings"
+    ]) assert.ok(doc.body.paths[path], path)
+  })
+
   it("every deals endpoint needs the plan feature deals (403 feature gate)", async () => {
     const free = await createCompany(server, { plan: "free" })
     const routes: Array<[string, string, unknown?]> = [
