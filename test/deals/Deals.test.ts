@@ -296,6 +296,15 @@ describe("deals", () => {
     ]) assert.ok(doc.body.paths[path], path)
   })
 
+  it("lists the deal and deal task events in the system-events catalog", async () => {
+    const company = await createCompany(server)
+    const keys = async (type: string) => ((await ok(server, "GET", `/v1/system-events?type=${type}`, company.token)) as Array<{ key: string }>).map((e) => e.key)
+    assert.deepStrictEqual((await keys("deal")).sort(), [
+      "deal.created", "deal.deleted", "deal.lost", "deal.restored", "deal.stage_changed", "deal.updated", "deal.won"
+    ])
+    assert.deepStrictEqual((await keys("deal_task")).sort(), ["deal_task.assigned", "deal_task.created", "deal_task.reminder", "deal_task.updated"])
+  })
+
   it("every deals endpoint needs the plan feature deals (403 feature gate)", async () => {
     const free = await createCompany(server, { plan: "free" })
     const routes: Array<[string, string, unknown?]> = [
