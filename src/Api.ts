@@ -7,6 +7,7 @@ import { SignedMediaApi, UploadsApi } from "./media/Api.ts"
 import { SearchApi } from "./search/Api.ts"
 import { ContactPhotosApi, ContactsApi } from "./contacts/Api.ts"
 import { TagsApi } from "./tags/Api.ts"
+import { DealsGroups } from "./deals/Api.ts"
 import { StickerFilesApi, StickersApi } from "./stickers/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
@@ -47,6 +48,7 @@ export class Api extends HttpApi.make("crm")
   .add(StickersApi)
   .add(StickerFilesApi)
   .add(UserPhotosApi)
+  .add(...DealsGroups)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

@@ -25,6 +25,7 @@ import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
+import { DealsHttp } from "./deals/Http.ts"
 import { Search } from "./search/Search.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
 import { StickerImports } from "./stickers/Imports.ts"
@@ -57,7 +58,34 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
+const Handlers = Layer.mergeAll(
+  MeHttp,
+  NotificationsHttp,
+  AuthHttp,
+  EventsHttp,
+  PlatformHttp,
+  RealtimeAuthHttp,
+  ApiTokensHttp,
+  TeamsHttp,
+  MembersHttp,
+  InvitationsHttp,
+  TelephonyHttp,
+  SoftphoneHttp,
+  ChannelsHttp,
+  HooksHttp,
+  ConversationsHttp,
+  ContactsHttp,
+  ContactPhotosHttp,
+  TagsHttp,
+  MessagesHttp,
+  UploadsHttp,
+  SignedMediaHttp,
+  SearchHttp,
+  StickersHttp,
+  StickerFilesHttp,
+  UserPhotosHttp,
+  DealsHttp
+).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
   Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),

@@ -53,5 +53,28 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   ),
   entry("invitation.created", "Invitation created", "organization", "invitation", "An invitation was sent."),
   entry("invitation.updated", "Invitation updated", "organization", "invitation", "An invitation's role or status changed."),
-  entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted.")
+  entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted."),
+  entry("deal.created", "Deal created", "deals", "deal", "A deal was created (by hand, through the API or automatically for a conversation)."),
+  entry("deal.updated", "Deal updated", "deals", "deal", "Fields of a deal changed; `changes` names them."),
+  entry("deal.stage_changed", "Deal stage changed", "deals", "deal", "A deal moved to another stage (`from`, `to` are stage ids)."),
+  entry("deal.won", "Deal won", "deals", "deal", "A deal was marked won."),
+  entry("deal.lost", "Deal lost", "deals", "deal", "A deal was marked lost."),
+  entry("deal.deleted", "Deal deleted", "deals", "deal", "A deal was soft-deleted."),
+  entry("deal.restored", "Deal restored", "deals", "deal", "A soft-deleted deal was restored."),
+  entry("deal_task.created", "Deal task created", "deals", "deal_task", "A task was added to a deal."),
+  entry("deal_task.updated", "Deal task updated", "deals", "deal_task", "A deal task changed; `changes` names the fields."),
+  entry(
+    "deal_task.assigned",
+    "Deal task assigned",
+    "deals",
+    "deal_task",
+    "A deal task got a new assignee (also sent to the assignee's private-user channel)."
+  ),
+  entry(
+    "deal_task.reminder",
+    "Deal task reminder",
+    "deals",
+    "deal_task",
+    "A deal task's reminder time came (sent to the assignee's private-user channel)."
+  )
 ]
