@@ -10,7 +10,6 @@ import { AuthHttp } from "./auth/Http.ts"
 import { AuthRepo } from "./auth/Repo.ts"
 import { Hooks } from "./channels/Hooks.ts"
 import { ChannelsHttp, HooksHttp } from "./channels/Http.ts"
-import { Conversations } from "./conversations/Conversations.ts"
 import { ConversationsHttp } from "./conversations/Http.ts"
 import { EventsHttp } from "./events/Http.ts"
 import { InvitationsHttp } from "./invitations/Http.ts"
@@ -20,7 +19,6 @@ import { MessagesHttp } from "./messages/Http.ts"
 import { SignedMediaHttp, UploadsHttp } from "./media/Http.ts"
 import { Media } from "./media/Media.ts"
 import { Inbound } from "./messages/Inbound.ts"
-import { Messages } from "./messages/Messages.ts"
 import { SearchHttp } from "./search/Http.ts"
 import { ContactBlocking } from "./contacts/Blocking.ts"
 import { Contacts } from "./contacts/Contacts.ts"
@@ -28,7 +26,6 @@ import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
-import { Search } from "./search/Search.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
 import { StickerImports } from "./stickers/Imports.ts"
 import { Stickers } from "./stickers/Stickers.ts"
@@ -66,7 +63,7 @@ const HealthRoutes = Layer.mergeAll(
 )
 
 const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
-  Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
+  Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer]),
   Layer.provide(Inbound.layer),
   Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),
   Layer.provide(Media.layer),
