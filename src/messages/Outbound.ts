@@ -93,6 +93,11 @@ const replayed = (body: unknown) => (body as { readonly data: Message }).data
 export class Outbound extends Context.Service<Outbound, {
   /** Refuses by reason (`SendRefusal`) or sends through the thread's conversation lane. */
   deliver(request: Delivery): Effect.Effect<Message, SendRefusal | SendUnavailable>
+  /**
+   * The thread of a contact account on a channel of its type, created (with its conversation) when
+   * missing: how a caller that addresses contacts gets the thread `deliver` takes. None when either is not the company's.
+   */
+  threadFor(companyId: CompanyId, channelId: number, contactAccountId: number): Effect.Effect<Option.Option<ThreadContext>>
   send(input: SendMessage, key: string | undefined): Effect.Effect<Message, SendFailure, CurrentActor>
   create(input: CreateMessage): Effect.Effect<Message, SendFailure, CurrentActor>
   forward(id: number, input: ForwardMessage): Effect.Effect<Message, SendFailure, CurrentActor>
@@ -214,6 +219,13 @@ export class Outbound extends Context.Service<Outbound, {
           }
           return account
         }).pipe(sql.withTransaction, Effect.orDie)
+
+      const threadFor = Effect.fn("Outbound.threadFor")(function*(companyId: CompanyId, channelId: number, contactAccountId: number) {
+        const [channel, account] = yield* Effect.all([threads.channel(companyId, channelId), threads.account(companyId, contactAccountId)])
+        if (Option.isNone(channel) || Option.isNone(account) || account.value.channel_type !== channel.value.type) return Option.none()
+        const threadId = yield* ensureThreadFor(companyId, channelId, account.value.id, account.value.contact_id)
+        return yield* threads.threadContext(companyId, threadId)
+      })
 
       const resolveSendTarget = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelRow, input: SendMessage) {
         if (present(input.thread_id)) {
@@ -473,7 +485,7 @@ export class Outbound extends Context.Service<Outbound, {
         }).pipe(toWire)
       })
 
-      return Outbound.of({ deliver, send, create, forward })
+      return Outbound.of({ deliver, threadFor, send, create, forward })
     })
   )
 

@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import type { Credentials } from "../providers/Credentials.ts"
 import { type ChannelType } from "../providers/Domain.ts"
 import type { ProviderError } from "../providers/Provider.ts"
@@ -21,7 +22,7 @@ export const carries: Record<ChannelType, ReadonlySet<string>> = {
 }
 
 /** The provider's view of a thread's channel. */
-export const contextOf = (credentials: Credentials["Service"], companyId: number, t: ThreadContext) =>
+export const contextOf = (credentials: Credentials["Service"], companyId: CompanyId, t: ThreadContext) =>
   channelContext(credentials, companyId, {
     id: t.channel_id,
     type: t.channel_type,
