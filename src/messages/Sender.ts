@@ -94,7 +94,7 @@ export class Sender extends Context.Service<Sender, {
           : { userId: req.userId, endpoint: req.endpoint, key: req.idempotency.key }
         const hash = req.idempotency?.hash ?? ""
 
-        // The HTTP side looked the key up already; claiming it is what decides. A key another request
+        // An HTTP caller looked the key up already; claiming it is what decides. A key another request
         // completed or holds meanwhile writes nothing, and is answered from its row.
         const inserted = yield* repo.insertOutbound(companyId, {
           conversationId: req.conversationId,
