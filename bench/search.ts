@@ -28,6 +28,7 @@ import { Tokens } from "../src/auth/Tokens.ts"
 import { AppConfig } from "../src/platform/Config.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { SqlLayer } from "../src/platform/Sql.ts"
+import { CompanyId } from "../src/auth/Domain.ts"
 import { type SearchRequest, SearchRepo } from "../src/search/Repo.ts"
 import { benchDatabase, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
@@ -226,7 +227,7 @@ const measure = (url: string, companies: ReadonlyArray<{ readonly label: string;
     for (const company of companies) {
       for (const probe of probes) {
         // Checked before timing: the page is newest first and the total agrees with a plain count.
-        const result = yield* repo.search(company.id, requestFor(probe.q))
+        const result = yield* repo.search(CompanyId.make(company.id), requestFor(probe.q))
         const [{ n }] = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM messages
           WHERE company_id = ${company.id} AND deleted_at IS NULL
@@ -240,7 +241,7 @@ const measure = (url: string, companies: ReadonlyArray<{ readonly label: string;
         const samples: Array<number> = []
         for (let i = 0; i < QUERIES; i++) {
           const t0 = performance.now()
-          yield* repo.search(company.id, requestFor(probe.q))
+          yield* repo.search(CompanyId.make(company.id), requestFor(probe.q))
           samples.push(performance.now() - t0)
         }
         const s = summary(samples)
@@ -261,7 +262,7 @@ const genericTrap = (url: string, companies: ReadonlyArray<{ readonly label: str
     const plans: Array<string> = []
     for (const company of companies) {
       for (const probe of probes) {
-        const [text, params] = repo.statement(company.id, requestFor(probe.q))
+        const [text, params] = repo.statement(CompanyId.make(company.id), requestFor(probe.q))
         const time = (effect: Effect.Effect<unknown, unknown>) =>
           Effect.gen(function*() {
             const samples: Array<number> = []

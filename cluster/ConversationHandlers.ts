@@ -1,7 +1,8 @@
 import { Effect, Layer, Semaphore } from "effect"
 import { Rpc } from "effect/rpc"
+import { SendRefusal } from "../src/messages/SendLane.ts"
 import { Sender } from "../src/messages/Sender.ts"
-import { Conversation, SendRefused } from "./Conversation.ts"
+import { Conversation } from "./Conversation.ts"
 
 export const ConversationLayer = Conversation.toLayer(
   Effect.gen(function*() {
@@ -9,15 +10,13 @@ export const ConversationLayer = Conversation.toLayer(
     const lane = yield* Semaphore.make(1)
     const inFlight = new Set<string>()
     return Conversation.of({
-      // Forked so that a duplicate of a key that is still being sent is answered 409 at once
+      // Forked so that a duplicate of a key that is still being sent is refused at once
       // instead of queueing behind it; the lane keeps the sends themselves one at a time, in order.
       Send: ({ payload }) =>
         Rpc.fork(Effect.suspend(() => {
           const key = payload.idempotency === null ? null : `${payload.userId}\u0000${payload.endpoint}\u0000${payload.idempotency.key}`
           if (key === null) return lane.withPermit(sender.execute(payload))
-          if (inFlight.has(key)) {
-            return Effect.fail(new SendRefused({ status: 409, message: "A request with this idempotency key is still being processed." }))
-          }
+          if (inFlight.has(key)) return Effect.fail(SendRefusal.keyInFlight())
           inFlight.add(key)
           return lane.withPermit(sender.execute(payload)).pipe(Effect.ensuring(Effect.sync(() => inFlight.delete(key))))
         }))

@@ -6,6 +6,7 @@ import { CompanyEntities } from "../cluster/CompanyHandlers.ts"
 import { RateLimiterLayer } from "../cluster/RateLimiterLayer.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
 import { ConversationEntities } from "../cluster/ConversationHandlers.ts"
+import { SendLaneLayer } from "../cluster/SendLaneLayer.ts"
 import { Sender } from "./messages/Sender.ts"
 import { Passwords } from "./auth/Passwords.ts"
 import { ChannelsLayer } from "./channels/Channels.ts"
@@ -46,7 +47,7 @@ const Server = Layer.unwrap(Effect.gen(function*() {
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(RealtimeLayer),
-    Layer.provideMerge(ConversationEntities.pipe(Layer.provide(Sender.layer))),
+    Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),

@@ -8,7 +8,6 @@ import { AuthenticationLayer } from "./auth/Authentication.ts"
 import { AuthHttp } from "./auth/Http.ts"
 import { AuthRepo } from "./auth/Repo.ts"
 import { ChannelsHttp, HooksHttp } from "./channels/Http.ts"
-import { Conversations } from "./conversations/Conversations.ts"
 import { ConversationsHttp } from "./conversations/Http.ts"
 import { EventsHttp } from "./events/Http.ts"
 import { InvitationsHttp } from "./invitations/Http.ts"
@@ -17,7 +16,6 @@ import { MessagesHttp } from "./messages/Http.ts"
 import { SignedMediaHttp, UploadsHttp } from "./media/Http.ts"
 import { Media } from "./media/Media.ts"
 import { Inbound } from "./messages/Inbound.ts"
-import { Messages } from "./messages/Messages.ts"
 import { SearchHttp } from "./search/Http.ts"
 import { ContactBlocking } from "./contacts/Blocking.ts"
 import { Contacts } from "./contacts/Contacts.ts"
@@ -26,7 +24,6 @@ import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
 import { DealsHttp } from "./deals/Http.ts"
-import { Search } from "./search/Search.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
 import { StickerImports } from "./stickers/Imports.ts"
 import { Stickers } from "./stickers/Stickers.ts"
@@ -86,7 +83,7 @@ const Handlers = Layer.mergeAll(
   UserPhotosHttp,
   DealsHttp
 ).pipe(
-  Layer.provide([PlatformKey.layer, AuthenticationLayer, Conversations.layer, Messages.layer, Search.layer]),
+  Layer.provide([PlatformKey.layer, AuthenticationLayer]),
   Layer.provide(Inbound.layer),
   Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),
   Layer.provide(Media.layer),

@@ -1,6 +1,6 @@
-import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, NotFound } from "../platform/Errors.ts"
 import { Paged } from "../platform/Pagination.ts"
 import { Conversation, ConversationDetail, ConversationId, ListQuery } from "./Domain.ts"
@@ -9,12 +9,12 @@ export class ConversationsApi extends HttpApiGroup.make("conversations")
   .add(
     HttpApiEndpoint.get("list", "/v1/conversations", {
       query: ListQuery,
-      success: Schema.Struct({ data: Paged(Conversation) }),
+      success: Data(Paged(Conversation)),
       error: AuthErrors
     }),
     HttpApiEndpoint.get("get", "/v1/conversations/:id", {
       params: { id: ConversationId },
-      success: Schema.Struct({ data: ConversationDetail }),
+      success: Data(ConversationDetail),
       error: [...AuthErrors, NotFound]
     })
   )

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { VisibleChannels } from "../auth/ChannelAccess.ts"
+import type { CompanyId } from "../auth/Domain.ts"
 import type { Conversation, Thread } from "./Domain.ts"
 
 interface ConversationRow {
@@ -57,12 +58,12 @@ const threadView = (row: ThreadRow): Thread => ({
 })
 
 export class ConversationsRepo extends Context.Service<ConversationsRepo, {
-  list(companyId: number, visible: VisibleChannels, page: number, perPage: number): Effect.Effect<{
+  list(companyId: CompanyId, visible: VisibleChannels, page: number, perPage: number): Effect.Effect<{
     readonly items: ReadonlyArray<Conversation>
     readonly total: number
   }>
-  find(companyId: number, visible: VisibleChannels, id: number): Effect.Effect<Option.Option<Conversation>>
-  threads(companyId: number, visible: VisibleChannels, conversationId: number): Effect.Effect<ReadonlyArray<Thread>>
+  find(companyId: CompanyId, visible: VisibleChannels, id: number): Effect.Effect<Option.Option<Conversation>>
+  threads(companyId: CompanyId, visible: VisibleChannels, conversationId: number): Effect.Effect<ReadonlyArray<Thread>>
 }>()("crm/conversations/ConversationsRepo") {
   static readonly layer = Layer.effect(
     ConversationsRepo,
@@ -76,12 +77,12 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
         visible === "all" ? sql`true` : visible.size === 0 ? sql`false` : sql`t.channel_id IN ${sql.in([...visible])}`
 
       // A conversation is listed when at least one of its threads is on a live channel the caller sees.
-      const seen = (companyId: number, visible: VisibleChannels) =>
+      const seen = (companyId: CompanyId, visible: VisibleChannels) =>
         sql`EXISTS (
           SELECT 1 FROM threads t JOIN channels ch ON ch.id = t.channel_id AND ch.deleted_at IS NULL
           WHERE t.company_id = ${companyId} AND t.conversation_id = cv.id AND ${channelClause(visible)})`
 
-      const list = (companyId: number, visible: VisibleChannels, page: number, perPage: number) =>
+      const list = (companyId: CompanyId, visible: VisibleChannels, page: number, perPage: number) =>
         Effect.gen(function*() {
           const rows = yield* sql<ConversationRow>`
             SELECT ${columns} FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id
@@ -94,7 +95,7 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
           return { items: rows.map(view), total }
         }).pipe(Effect.orDie)
 
-      const find = (companyId: number, visible: VisibleChannels, id: number) =>
+      const find = (companyId: CompanyId, visible: VisibleChannels, id: number) =>
         sql<ConversationRow>`
           SELECT ${columns} FROM conversations cv JOIN contacts ct ON ct.id = cv.contact_id
           WHERE cv.company_id = ${companyId} AND cv.id = ${id} AND ${seen(companyId, visible)}`.pipe(
@@ -102,7 +103,7 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
           Effect.orDie
         )
 
-      const threads = (companyId: number, visible: VisibleChannels, conversationId: number) =>
+      const threads = (companyId: CompanyId, visible: VisibleChannels, conversationId: number) =>
         sql<ThreadRow>`
           SELECT t.id, t.conversation_id, t.channel_id, ch.type AS channel_type, t.contact_account_id, t.external_thread_id,
                  t.is_group, t.last_inbound_at, t.created_at, t.updated_at

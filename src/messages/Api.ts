@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, BadGateway, Conflict, NotFound, ServiceUnavailable, Unprocessable } from "../platform/Errors.ts"
 import { Paged } from "../platform/Pagination.ts"
 import {
@@ -23,7 +24,7 @@ import {
 } from "./Domain.ts"
 
 const Params = { id: MessageId }
-const One = Schema.Struct({ data: Message })
+const One = Data(Message)
 const Created = One.pipe(HttpApiSchema.status(201))
 const SendErrors = [...AuthErrors, NotFound, Unprocessable, Conflict, ServiceUnavailable]
 
@@ -31,7 +32,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
   .add(
     HttpApiEndpoint.get("list", "/v1/messages", {
       query: ListQuery,
-      success: Schema.Struct({ data: Paged(Message) }),
+      success: Data(Paged(Message)),
       error: [...AuthErrors, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Page mode (`page`, `perPage`) or cursor mode (`before_message_id`/`before_id` older, `after_message_id`/`after_id` " +
@@ -76,34 +77,34 @@ export class MessagesApi extends HttpApiGroup.make("messages")
     HttpApiEndpoint.get("around", "/v1/messages/:id/around", {
       params: Params,
       query: AroundQuery,
-      success: Schema.Struct({ data: Around }),
+      success: Data(Around),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.get("statuses", "/v1/messages/:id/statuses", {
       params: Params,
-      success: Schema.Struct({ data: Schema.Array(StatusEntry) }),
+      success: Data(Schema.Array(StatusEntry)),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.post("addStatus", "/v1/messages/:id/statuses", {
       params: Params,
       payload: RecordStatus,
-      success: Schema.Struct({ data: StatusEntry }).pipe(HttpApiSchema.status(201)),
+      success: Data(StatusEntry).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.get("reactions", "/v1/messages/:id/reactions", {
       params: Params,
-      success: Schema.Struct({ data: Schema.Array(Reaction) }),
+      success: Data(Schema.Array(Reaction)),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.post("react", "/v1/messages/:id/reactions", {
       params: Params,
       payload: SetReaction,
-      success: Schema.Struct({ data: Reaction }),
+      success: Data(Reaction),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.delete("unreact", "/v1/messages/:id/reactions", {
       params: Params,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String, removed: Schema.Boolean }) }),
+      success: Data(Schema.Struct({ message: Schema.String, removed: Schema.Boolean })),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.post("like", "/v1/messages/:id/like", {
@@ -113,20 +114,20 @@ export class MessagesApi extends HttpApiGroup.make("messages")
     }),
     HttpApiEndpoint.get("attachments", "/v1/messages/:id/attachments", {
       params: Params,
-      success: Schema.Struct({ data: Schema.Array(Attachment) }),
+      success: Data(Schema.Array(Attachment)),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.post("attach", "/v1/messages/:id/attachments", {
       params: Params,
       payload: AttachmentInput,
-      success: Schema.Struct({ data: Attachment }).pipe(HttpApiSchema.status(201)),
+      success: Data(Attachment).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Records an uploaded file (`media_id`) or a library sticker (`sticker_id`) on an existing message; nothing is sent."
     })),
     HttpApiEndpoint.post("fetchAttachment", "/v1/messages/:id/attachments/:attachment/fetch", {
       params: { id: MessageId, attachment: Schema.Int },
-      success: Schema.Struct({ data: Attachment }),
+      success: Data(Attachment),
       error: [...AuthErrors, NotFound, Unprocessable, BadGateway]
     }).annotateMerge(OpenApi.annotations({
       description: "Pulls the provider's bytes into local storage; afterwards `url` is a stable signed link. " +

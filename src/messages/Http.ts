@@ -1,30 +1,35 @@
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
+import { data } from "../platform/Envelope.ts"
 import { Messages } from "./Messages.ts"
-
-const data = <A>(value: A) => ({ data: value })
+import { Outbound } from "./Outbound.ts"
+import { Reactions } from "./Reactions.ts"
 
 export const MessagesHttp = HttpApiBuilder.group(Api, "messages", Effect.fn(function*(handlers) {
   const messages = yield* Messages
+  const outbound = yield* Outbound
+  const reactions = yield* Reactions
   return handlers
-    .handle("list", ({ query }) => Effect.map(messages.list(query), data))
-    .handle("send", ({ payload, headers }) => Effect.map(messages.send(payload, headers["idempotency-key"]), data))
-    .handle("create", ({ payload }) => Effect.map(messages.create(payload), data))
-    .handle("get", ({ params }) => Effect.map(messages.get(params.id), data))
-    .handle("update", ({ params, payload }) => Effect.map(messages.update(params.id, payload), data))
-    .handle("remove", ({ params, payload }) => Effect.map(messages.remove(params.id, payload), data))
-    .handle("around", ({ params, query }) => Effect.map(messages.around(params.id, query.limit ?? 10), data))
-    .handle("statuses", ({ params }) => Effect.map(messages.statuses(params.id), data))
-    .handle("addStatus", ({ params, payload }) => Effect.map(messages.addStatus(params.id, payload), data))
-    .handle("reactions", ({ params }) => Effect.map(messages.reactions(params.id), data))
-    .handle("react", ({ params, payload }) => Effect.map(messages.react(params.id, payload), data))
+    .handle("list", ({ query }) => data(messages.list(query)))
+    .handle("send", ({ payload, headers }) => data(outbound.send(payload, headers["idempotency-key"])))
+    .handle("create", ({ payload }) => data(outbound.create(payload)))
+    .handle("get", ({ params }) => data(messages.get(params.id)))
+    .handle("update", ({ params, payload }) => data(messages.update(params.id, payload)))
+    .handle("remove", ({ params, payload }) => data(messages.remove(params.id, payload)))
+    .handle("around", ({ params, query }) => data(messages.around(params.id, query.limit ?? 10)))
+    .handle("statuses", ({ params }) => data(messages.statuses(params.id)))
+    .handle("addStatus", ({ params, payload }) => data(messages.addStatus(params.id, payload)))
+    .handle("reactions", ({ params }) => data(reactions.list(params.id)))
+    .handle("react", ({ params, payload }) => data(reactions.react(params.id, payload)))
     .handle("unreact", ({ params }) =>
-      Effect.map(messages.unreact(params.id), (removed) =>
-        data({ message: removed ? "Reaction removed." : "There was no reaction to remove.", removed })))
-    .handle("like", ({ params }) => Effect.as(messages.like(params.id), { message: "Comment liked." }))
-    .handle("forward", ({ params, payload }) => Effect.map(messages.forward(params.id, payload), data))
-    .handle("attachments", ({ params }) => Effect.map(messages.attachments(params.id), data))
-    .handle("attach", ({ params, payload }) => Effect.map(messages.attach(params.id, payload), data))
-    .handle("fetchAttachment", ({ params }) => Effect.map(messages.fetchAttachment(params.id, params.attachment), data))
-}))
+      data(Effect.map(reactions.unreact(params.id), (removed) => ({
+        message: removed ? "Reaction removed." : "There was no reaction to remove.",
+        removed
+      }))))
+    .handle("like", ({ params }) => Effect.as(reactions.like(params.id), { message: "Comment liked." }))
+    .handle("forward", ({ params, payload }) => data(outbound.forward(params.id, payload)))
+    .handle("attachments", ({ params }) => data(messages.attachments(params.id)))
+    .handle("attach", ({ params, payload }) => data(messages.attach(params.id, payload)))
+    .handle("fetchAttachment", ({ params }) => data(messages.fetchAttachment(params.id, params.attachment)))
+})).pipe(Layer.provide([Messages.layer, Outbound.layer, Reactions.layer]))

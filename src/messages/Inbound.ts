@@ -3,7 +3,9 @@ import { SqlClient } from "effect/sql"
 import type { ChannelContext, InboundMessage, InboundStatus } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { AttachmentTypes, canonicalType } from "./Domain.ts"
+import { CompanyId } from "../auth/Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
+import { ThreadsRepo } from "./ThreadsRepo.ts"
 import { type NewAttachment } from "../media/Domain.ts"
 import { advances, createdPayload, defaultStopWords, isStopWord, referralFor, updatedPayload } from "./Rules.ts"
 
@@ -23,6 +25,7 @@ export class Inbound extends Context.Service<Inbound, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const repo = yield* MessagesRepo
+      const threads = yield* ThreadsRepo
       const events = yield* Events
       const extra: string = yield* Effect.orDie(Config.String("STOP_WORDS").pipe(Config.withDefault("")))
       const stopWords: ReadonlySet<string> = new Set([
@@ -30,14 +33,14 @@ export class Inbound extends Context.Service<Inbound, {
         ...extra.split(",").map((w) => w.trim().toLowerCase()).filter((w) => w !== "")
       ])
 
-      const rendered = Effect.fnUntraced(function*(companyId: number, id: number) {
+      const rendered = Effect.fnUntraced(function*(companyId: CompanyId, id: number) {
         const row = Option.getOrThrow(yield* repo.find(companyId, id))
         const attachments = yield* repo.attachments(companyId, [id])
         return toMessage(row, attachments.get(id) ?? [], yield* Clock.currentTimeMillis)
       })
 
       const receive = Effect.fn("Inbound.receive")(function*(channel: ChannelContext, msg: InboundMessage) {
-        const companyId = channel.companyId
+        const companyId = CompanyId.make(channel.companyId)
         return yield* Effect.gen(function*() {
           if (msg.edited === true && msg.externalMessageId !== null) {
             const earlier = yield* repo.findByExternal(companyId, channel.id, msg.externalMessageId, "inbound")
@@ -55,7 +58,7 @@ export class Inbound extends Context.Service<Inbound, {
             if (Option.isSome(seen)) return { messageId: seen.value.id, conversationId: seen.value.conversation_id, duplicate: true }
           }
 
-          const account = yield* repo.ensureAccount(companyId, channel.type, msg.from.external_id, {
+          const account = yield* threads.ensureAccount(companyId, channel.type, msg.from.external_id, {
             username: msg.from.username ?? null,
             name: msg.from.name ?? null,
             phone: msg.from.phone ?? null,
@@ -64,15 +67,15 @@ export class Inbound extends Context.Service<Inbound, {
           const group = msg.thread !== null && msg.thread.is_group
           // A comment thread belongs to the conversation of whoever wrote in it first; later
           // commenters' messages join that thread without a conversation of their own.
-          const existingGroup = group ? yield* repo.groupThread(companyId, channel.id, msg.thread!.external_id) : Option.none()
+          const existingGroup = group ? yield* threads.groupThread(companyId, channel.id, msg.thread!.external_id) : Option.none()
           let conversationCreated = false
           let thread: { readonly id: number; readonly conversation_id: number }
           if (Option.isSome(existingGroup)) {
             thread = existingGroup.value
           } else {
-            const conversation = yield* repo.ensureConversation(companyId, account.contact_id)
+            const conversation = yield* threads.ensureConversation(companyId, account.contact_id)
             conversationCreated = conversation.created
-            thread = yield* repo.ensureThread(companyId, {
+            thread = yield* threads.ensureThread(companyId, {
               channelId: channel.id,
               conversationId: conversation.id,
               accountId: account.id,
@@ -81,7 +84,7 @@ export class Inbound extends Context.Service<Inbound, {
             })
           }
           const conversationId = thread.conversation_id
-          yield* repo.touchInbound(companyId, thread.id, conversationId, msg.timestamp)
+          yield* threads.touchInbound(companyId, thread.id, conversationId, msg.timestamp)
 
           const pending: Array<readonly [string, unknown]> = []
           if (account.created) {
@@ -180,7 +183,7 @@ export class Inbound extends Context.Service<Inbound, {
       })
 
       const status = Effect.fn("Inbound.status")(function*(channel: ChannelContext, s: InboundStatus) {
-        const companyId = channel.companyId
+        const companyId = CompanyId.make(channel.companyId)
         yield* Effect.gen(function*() {
           const found = yield* repo.findByExternal(companyId, channel.id, s.externalMessageId, "outbound")
           if (Option.isNone(found)) return
@@ -197,5 +200,5 @@ export class Inbound extends Context.Service<Inbound, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide(MessagesRepo.layer))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([MessagesRepo.layer, ThreadsRepo.layer]))
 }

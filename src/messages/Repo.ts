@@ -5,6 +5,7 @@ import { withLinks } from "../media/Links.ts"
 import type { NewAttachment } from "../media/Domain.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import type { VisibleChannels } from "../auth/ChannelAccess.ts"
+import type { CompanyId } from "../auth/Domain.ts"
 import type { Attachment, Message, Reaction, SortBy, SortDir, StatusEntry } from "./Domain.ts"
 
 export interface MessageRow {
@@ -38,42 +39,8 @@ interface AttachmentRow extends NewAttachment {
   readonly message_id: number
 }
 
-/** Everything a send needs about its target thread, in one read. */
-export interface ThreadContext {
-  readonly id: number
-  readonly conversation_id: number
-  readonly channel_id: number
-  readonly channel_type: ChannelType
-  readonly channel_status: "connected" | "disconnected"
-  readonly channel_deleted: boolean
-  readonly contact_account_id: number | null
-  readonly account_external_id: string | null
-  readonly external_thread_id: string | null
-  readonly is_group: boolean
-  readonly last_inbound_at: Date | null
-  readonly contact_id: number
-  readonly contact_blocked: boolean
-  readonly provider: "sandbox" | "telegram" | "whatsapp_cloud"
-  readonly credentials: Uint8Array | null
-  readonly settings: Record<string, unknown>
-}
 
-export interface ChannelRow {
-  readonly id: number
-  readonly company_id: number
-  readonly type: ChannelType
-  readonly provider: "sandbox" | "telegram" | "whatsapp_cloud"
-  readonly status: "connected" | "disconnected"
-  readonly credentials: Uint8Array | null
-  readonly settings: Record<string, unknown>
-}
 
-export interface AccountRow {
-  readonly id: number
-  readonly contact_id: number
-  readonly channel_type: string
-  readonly external_id: string
-}
 
 
 export interface NewMessage {
@@ -109,12 +76,6 @@ export interface ListFilter {
   readonly cursor: { readonly kind: "before" | "after"; readonly id: number } | undefined
 }
 
-export interface Profile {
-  readonly username: string | null
-  readonly name: string | null
-  readonly phone: string | null
-  readonly profilePicture: string | null
-}
 
 const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 
@@ -181,16 +142,16 @@ const toReaction = (row: ReactionRow): Reaction => ({
 const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
 
 export class MessagesRepo extends Context.Service<MessagesRepo, {
-  find(companyId: number, id: number): Effect.Effect<Option.Option<MessageRow>>
-  findForUpdate(companyId: number, id: number): Effect.Effect<Option.Option<MessageRow>>
-  findByExternal(companyId: number, channelId: number, externalMessageId: string, direction: "inbound" | "outbound" | null): Effect.Effect<Option.Option<MessageRow>>
-  attachments(companyId: number, messageIds: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, ReadonlyArray<Attachment>>>
-  list(companyId: number, visible: VisibleChannels, filter: ListFilter): Effect.Effect<{ readonly rows: ReadonlyArray<MessageRow>; readonly total: number | null }>
-  around(companyId: number, visible: VisibleChannels, anchor: MessageRow, limit: number): Effect.Effect<{ readonly before: ReadonlyArray<MessageRow>; readonly after: ReadonlyArray<MessageRow> }>
-  insert(companyId: number, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
-  addAttachments(companyId: number, messageId: number, list: ReadonlyArray<NewAttachment>): Effect.Effect<ReadonlyArray<Attachment>>
+  find(companyId: CompanyId, id: number): Effect.Effect<Option.Option<MessageRow>>
+  findForUpdate(companyId: CompanyId, id: number): Effect.Effect<Option.Option<MessageRow>>
+  findByExternal(companyId: CompanyId, channelId: number, externalMessageId: string, direction: "inbound" | "outbound" | null): Effect.Effect<Option.Option<MessageRow>>
+  attachments(companyId: CompanyId, messageIds: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, ReadonlyArray<Attachment>>>
+  list(companyId: CompanyId, visible: VisibleChannels, filter: ListFilter): Effect.Effect<{ readonly rows: ReadonlyArray<MessageRow>; readonly total: number | null }>
+  around(companyId: CompanyId, visible: VisibleChannels, anchor: MessageRow, limit: number): Effect.Effect<{ readonly before: ReadonlyArray<MessageRow>; readonly after: ReadonlyArray<MessageRow> }>
+  insert(companyId: CompanyId, message: NewMessage): Effect.Effect<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>
+  addAttachments(companyId: CompanyId, messageId: number, list: ReadonlyArray<NewAttachment>): Effect.Effect<ReadonlyArray<Attachment>>
   /** Records fetched bytes on an attachment that has none yet; None when another fetch got there first. */
-  storeAttachmentFile(companyId: number, messageId: number, attachmentId: number, file: {
+  storeAttachmentFile(companyId: CompanyId, messageId: number, attachmentId: number, file: {
     readonly storagePath: string
     readonly mimeType: string | null
     readonly size: number
@@ -200,7 +161,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
    * the caller's companion write (`guard`, e.g. an idempotency claim given the new message's id as
    * a SQL expression) deciding whether anything is written: none when it does not pass.
    */
-  insertOutbound(companyId: number, message: NewMessage, guard?: (messageId: Statement.Fragment) => {
+  insertOutbound(companyId: CompanyId, message: NewMessage, guard?: (messageId: Statement.Fragment) => {
     readonly writes: Statement.Fragment
     readonly passed: Statement.Fragment
   }): Effect.Effect<Option.Option<{ readonly row: MessageRow; readonly attachments: ReadonlyArray<Attachment> }>>
@@ -208,13 +169,13 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
    * The provider's outcome (status, provider ids, the history row) as companion writes for the
    * statement that emits `message.created`, and the row as it reads once they are written.
    */
-  finishOutbound(companyId: number, row: MessageRow, outcome: {
+  finishOutbound(companyId: CompanyId, row: MessageRow, outcome: {
     readonly status: string
     readonly error: string | null
     readonly externalMessageId: string | null
     readonly externalThreadId: string | null
   }, now: Date): { readonly writes: Statement.Fragment; readonly finished: MessageRow }
-  update(companyId: number, id: number, patch: {
+  update(companyId: CompanyId, id: number, patch: {
     readonly content?: string | null
     readonly edited?: boolean
     readonly deleted?: boolean
@@ -223,40 +184,19 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
     readonly externalMessageId?: string | null
     readonly externalThreadId?: string | null
   }): Effect.Effect<MessageRow>
-  statuses(companyId: number, messageId: number): Effect.Effect<ReadonlyArray<StatusEntry>>
-  addStatus(companyId: number, messageId: number, status: string, error: string | null): Effect.Effect<StatusEntry>
-  reactions(companyId: number, messageId: number): Effect.Effect<ReadonlyArray<Reaction>>
-  setOutboundReaction(companyId: number, messageId: number, channelId: number, input: {
+  statuses(companyId: CompanyId, messageId: number): Effect.Effect<ReadonlyArray<StatusEntry>>
+  addStatus(companyId: CompanyId, messageId: number, status: string, error: string | null): Effect.Effect<StatusEntry>
+  reactions(companyId: CompanyId, messageId: number): Effect.Effect<ReadonlyArray<Reaction>>
+  setOutboundReaction(companyId: CompanyId, messageId: number, channelId: number, input: {
     readonly reaction: string
     readonly authorUserId: number | null
     readonly authorContactAccountId: number | null
   }): Effect.Effect<{ readonly reaction: Reaction; readonly replaced: boolean }>
-  removeOutboundReaction(companyId: number, messageId: number, channelId: number): Effect.Effect<Option.Option<Reaction>>
-  setInboundReaction(companyId: number, messageId: number, channelId: number, accountId: number, reaction: string | null): Effect.Effect<{ readonly removed: boolean; readonly reaction: Reaction | null }>
-  channel(companyId: number, id: number): Effect.Effect<Option.Option<ChannelRow>>
-  channelsOfType(companyId: number, type: string): Effect.Effect<ReadonlyArray<ChannelRow>>
-  threadContext(companyId: number, threadId: number): Effect.Effect<Option.Option<ThreadContext>>
-  contact(companyId: number, id: number): Effect.Effect<Option.Option<{ readonly id: number; readonly blocked: boolean; readonly phones: ReadonlyArray<string> }>>
-  account(companyId: number, id: number): Effect.Effect<Option.Option<AccountRow>>
-  accountsOfContact(companyId: number, contactId: number, channelType: string): Effect.Effect<ReadonlyArray<AccountRow>>
-  findAccount(companyId: number, channelType: string, by: { readonly externalId?: string; readonly phone?: string; readonly username?: string }): Effect.Effect<Option.Option<AccountRow>>
-  threadOf(companyId: number, channelId: number, accountId: number): Effect.Effect<Option.Option<{ readonly id: number; readonly conversation_id: number }>>
-  threadsOfAccount(companyId: number, accountId: number): Effect.Effect<ReadonlyArray<{ readonly id: number; readonly channel_id: number }>>
-  /** Find-or-create, race-safe inside the caller's transaction. */
-  ensureAccount(companyId: number, channelType: string, externalId: string, profile: Profile): Effect.Effect<AccountRow & { readonly created: boolean }>
-  ensureConversation(companyId: number, contactId: number): Effect.Effect<{ readonly id: number; readonly created: boolean }>
-  ensureThread(companyId: number, input: {
-    readonly channelId: number
-    readonly conversationId: number
-    readonly accountId: number
-    readonly externalThreadId: string | null
-    readonly group: boolean
-  }): Effect.Effect<{ readonly id: number; readonly conversation_id: number; readonly created: boolean }>
-  groupThread(companyId: number, channelId: number, externalThreadId: string): Effect.Effect<Option.Option<{ readonly id: number; readonly conversation_id: number }>>
-  hasMessages(companyId: number, conversationId: number): Effect.Effect<boolean>
-  touchInbound(companyId: number, threadId: number, conversationId: number, at: Date): Effect.Effect<void>
-  optOut(companyId: number, contactId: number): Effect.Effect<Option.Option<Date>>
-  isMember(companyId: number, userId: number): Effect.Effect<boolean>
+  removeOutboundReaction(companyId: CompanyId, messageId: number, channelId: number): Effect.Effect<Option.Option<Reaction>>
+  setInboundReaction(companyId: CompanyId, messageId: number, channelId: number, accountId: number, reaction: string | null): Effect.Effect<{ readonly removed: boolean; readonly reaction: Reaction | null }>
+  hasMessages(companyId: CompanyId, conversationId: number): Effect.Effect<boolean>
+  optOut(companyId: CompanyId, contactId: number): Effect.Effect<Option.Option<Date>>
+  isMember(companyId: CompanyId, userId: number): Effect.Effect<boolean>
   /** Serializes writers of one (channel, external id) for the rest of the transaction. */
   lockExternal(channelId: number, externalId: string): Effect.Effect<void>
 }>()("crm/messages/MessagesRepo") {
@@ -265,7 +205,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const signed = yield* SignedUrls
-      const toAttachment = (companyId: number) => ({ message_id, ...row }: AttachmentRow): Attachment =>
+      const toAttachment = (companyId: CompanyId) => ({ message_id, ...row }: AttachmentRow): Attachment =>
         withLinks(signed, companyId, message_id, row)
       const columns = sql`
         m.id, m.company_id, m.conversation_id, m.thread_id, m.channel_id, ch.type AS channel_type, m.direction,
@@ -281,26 +221,26 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
 
       const first = <A>(rows: ReadonlyArray<A>) => Option.fromNullishOr(rows[0])
 
-      const find = (companyId: number, id: number) =>
+      const find = (companyId: CompanyId, id: number) =>
         sql<MessageRow>`SELECT ${columns} FROM ${from} WHERE m.company_id = ${companyId} AND m.id = ${id}`.pipe(
           Effect.map(first),
           Effect.orDie
         )
 
-      const findForUpdate = (companyId: number, id: number) =>
+      const findForUpdate = (companyId: CompanyId, id: number) =>
         sql<MessageRow>`SELECT ${columns} FROM ${from} WHERE m.company_id = ${companyId} AND m.id = ${id} FOR UPDATE OF m`.pipe(
           Effect.map(first),
           Effect.orDie
         )
 
-      const findByExternal = (companyId: number, channelId: number, externalId: string, direction: "inbound" | "outbound" | null) =>
+      const findByExternal = (companyId: CompanyId, channelId: number, externalId: string, direction: "inbound" | "outbound" | null) =>
         sql<MessageRow>`
           SELECT ${columns} FROM ${from}
           WHERE m.channel_id = ${channelId} AND m.external_message_id = ${externalId} AND m.company_id = ${companyId}
             ${direction === null ? sql`` : sql`AND m.direction = ${direction}`}
           ORDER BY m.id LIMIT 1`.pipe(Effect.map(first), Effect.orDie)
 
-      const attachments = (companyId: number, ids: ReadonlyArray<number>) =>
+      const attachments = (companyId: CompanyId, ids: ReadonlyArray<number>) =>
         ids.length === 0
           ? Effect.succeed(new Map<number, ReadonlyArray<Attachment>>())
           : sql<AttachmentRow>`
@@ -325,7 +265,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         updated_at: "m.updated_at"
       }
 
-      const list = (companyId: number, visible: VisibleChannels, f: ListFilter) =>
+      const list = (companyId: CompanyId, visible: VisibleChannels, f: ListFilter) =>
         Effect.gen(function*() {
           const clauses: Array<Statement.Fragment> = [sql`m.company_id = ${companyId}`]
           const vis = visibleClause(visible, "m.channel_id")
@@ -367,7 +307,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           return { rows: older === wantDesc ? rows : [...rows].reverse(), total: null }
         }).pipe(Effect.orDie)
 
-      const around = (companyId: number, visible: VisibleChannels, anchor: MessageRow, limit: number) =>
+      const around = (companyId: CompanyId, visible: VisibleChannels, anchor: MessageRow, limit: number) =>
         Effect.gen(function*() {
           const vis = visibleClause(visible, "m.channel_id")
           const base = sql`m.company_id = ${companyId} AND m.conversation_id = ${anchor.conversation_id} ${
@@ -385,7 +325,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           return { before, after }
         }).pipe(Effect.orDie)
 
-      const insert = (companyId: number, m: NewMessage) =>
+      const insert = (companyId: CompanyId, m: NewMessage) =>
         Effect.gen(function*() {
           const [row] = yield* sql<MessageRow>`
             WITH m AS (
@@ -404,7 +344,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           return { row, attachments: yield* insertAttachments(companyId, row.id, m.attachments) }
         }).pipe(Effect.orDie)
 
-      const insertAttachments = (companyId: number, messageId: number, list: ReadonlyArray<NewAttachment>) =>
+      const insertAttachments = (companyId: CompanyId, messageId: number, list: ReadonlyArray<NewAttachment>) =>
         list.length === 0
           ? Effect.succeed([] as ReadonlyArray<Attachment>)
           : sql<AttachmentRow>`INSERT INTO attachments ${
@@ -454,7 +394,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         return (m.attachments.length === 0 ? write : sql.withTransaction(write)).pipe(Effect.orDie)
       }
 
-      const addAttachments = (companyId: number, messageId: number, list: ReadonlyArray<NewAttachment>) =>
+      const addAttachments = (companyId: CompanyId, messageId: number, list: ReadonlyArray<NewAttachment>) =>
         insertAttachments(companyId, messageId, list).pipe(Effect.orDie)
 
       const storeAttachmentFile: MessagesRepo["Service"]["storeAttachmentFile"] = (companyId, messageId, attachmentId, file) =>
@@ -508,7 +448,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           Effect.orDie
         )
 
-      const statuses = (companyId: number, messageId: number) =>
+      const statuses = (companyId: CompanyId, messageId: number) =>
         sql<{ id: number; message_id: number; status: string; error: string | null; created_at: Date }>`
           SELECT id, message_id, status, error, created_at FROM message_statuses
           WHERE company_id = ${companyId} AND message_id = ${messageId} ORDER BY id`.pipe(
@@ -516,7 +456,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           Effect.orDie
         )
 
-      const addStatus = (companyId: number, messageId: number, status: string, error: string | null) =>
+      const addStatus = (companyId: CompanyId, messageId: number, status: string, error: string | null) =>
         sql<{ id: number; message_id: number; status: string; error: string | null; created_at: Date }>`
           INSERT INTO message_statuses (company_id, message_id, status, error)
           VALUES (${companyId}, ${messageId}, ${status}, ${error})
@@ -527,7 +467,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
 
       const reactionColumns = sql`id, message_id, channel_id, direction, reaction, author_user_id, author_contact_account_id, created_at, updated_at`
 
-      const reactions = (companyId: number, messageId: number) =>
+      const reactions = (companyId: CompanyId, messageId: number) =>
         sql<ReactionRow>`
           SELECT ${reactionColumns} FROM message_reactions
           WHERE company_id = ${companyId} AND message_id = ${messageId} ORDER BY id`.pipe(
@@ -549,7 +489,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           Effect.orDie
         )
 
-      const removeOutboundReaction = (companyId: number, messageId: number, channelId: number) =>
+      const removeOutboundReaction = (companyId: CompanyId, messageId: number, channelId: number) =>
         sql<ReactionRow>`
           DELETE FROM message_reactions
           WHERE company_id = ${companyId} AND message_id = ${messageId} AND channel_id = ${channelId} AND direction = 'outbound'
@@ -558,7 +498,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           Effect.orDie
         )
 
-      const setInboundReaction = (companyId: number, messageId: number, channelId: number, accountId: number, reaction: string | null) =>
+      const setInboundReaction = (companyId: CompanyId, messageId: number, channelId: number, accountId: number, reaction: string | null) =>
         Effect.gen(function*() {
           const removed = yield* sql`
             DELETE FROM message_reactions
@@ -573,211 +513,20 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           return { removed: false, reaction: toReaction(row) }
         }).pipe(Effect.orDie)
 
-      const channelColumns = sql`id, company_id, type, provider, status, credentials, settings`
-
-      const channel = (companyId: number, id: number) =>
-        sql<ChannelRow>`
-          SELECT ${channelColumns} FROM channels
-          WHERE company_id = ${companyId} AND id = ${id} AND deleted_at IS NULL`.pipe(Effect.map(first), Effect.orDie)
-
-      const channelsOfType = (companyId: number, type: string) =>
-        sql<ChannelRow>`
-          SELECT ${channelColumns} FROM channels
-          WHERE company_id = ${companyId} AND type = ${type} AND deleted_at IS NULL ORDER BY id`.pipe(Effect.orDie)
-
-      const threadContext = (companyId: number, threadId: number) =>
-        sql<ThreadContext>`
-          SELECT t.id, t.conversation_id, t.channel_id, ch.type AS channel_type, ch.status AS channel_status,
-                 (ch.deleted_at IS NOT NULL) AS channel_deleted, t.contact_account_id, ca.external_id AS account_external_id,
-                 t.external_thread_id, t.is_group, t.last_inbound_at, cv.contact_id, (ct.blocked_at IS NOT NULL) AS contact_blocked,
-                 ch.provider, ch.credentials, ch.settings
-          FROM threads t
-          JOIN channels ch ON ch.id = t.channel_id
-          JOIN conversations cv ON cv.id = t.conversation_id
-          JOIN contacts ct ON ct.id = cv.contact_id
-          LEFT JOIN contact_accounts ca ON ca.id = t.contact_account_id
-          WHERE t.company_id = ${companyId} AND t.id = ${threadId}`.pipe(Effect.map(first), Effect.orDie)
-
-      const contact = (companyId: number, id: number) =>
-        sql<{ id: number; blocked: boolean; phones: ReadonlyArray<string> | null }>`
-          SELECT c.id, (c.blocked_at IS NOT NULL) AS blocked,
-                 (SELECT array_agg(p.phone ORDER BY p.position, p.id) FROM contact_phones p WHERE p.contact_id = c.id) AS phones
-          FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL`.pipe(
-          Effect.map((rows) => Option.map(first(rows), (r) => ({ ...r, phones: r.phones ?? [] }))),
-          Effect.orDie
-        )
-
-      const accountColumns = sql`id, contact_id, channel_type, external_id`
-
-      const account = (companyId: number, id: number) =>
-        sql<AccountRow>`SELECT ${accountColumns} FROM contact_accounts WHERE company_id = ${companyId} AND id = ${id}`.pipe(
-          Effect.map(first),
-          Effect.orDie
-        )
-
-      const accountsOfContact = (companyId: number, contactId: number, channelType: string) =>
-        sql<AccountRow>`
-          SELECT ${accountColumns} FROM contact_accounts
-          WHERE company_id = ${companyId} AND contact_id = ${contactId} AND channel_type = ${channelType} ORDER BY id`.pipe(Effect.orDie)
-
-      const findAccount: MessagesRepo["Service"]["findAccount"] = (companyId, channelType, by) => {
-        const where = by.externalId !== undefined
-          ? sql`external_id = ${by.externalId}`
-          : by.phone !== undefined
-          ? sql`(regexp_replace(phone, '\\D', '', 'g') = ${by.phone} OR contact_id IN (
-              SELECT p.contact_id FROM contact_phones p
-              WHERE p.company_id = ${companyId} AND regexp_replace(p.phone, '\\D', '', 'g') = ${by.phone}))`
-          : sql`lower(username) = lower(${by.username ?? ""})`
-        return sql<AccountRow>`
-          SELECT ${accountColumns} FROM contact_accounts
-          WHERE company_id = ${companyId} AND channel_type = ${channelType} AND ${where} ORDER BY id LIMIT 1`.pipe(
-          Effect.map(first),
-          Effect.orDie
-        )
-      }
-
-      const threadOf = (companyId: number, channelId: number, accountId: number) =>
-        sql<{ id: number; conversation_id: number }>`
-          SELECT id, conversation_id FROM threads
-          WHERE company_id = ${companyId} AND channel_id = ${channelId} AND contact_account_id = ${accountId} AND NOT is_group`.pipe(
-          Effect.map(first),
-          Effect.orDie
-        )
-
-      const threadsOfAccount = (companyId: number, accountId: number) =>
-        sql<{ id: number; channel_id: number }>`
-          SELECT t.id, t.channel_id FROM threads t JOIN channels ch ON ch.id = t.channel_id AND ch.deleted_at IS NULL
-          WHERE t.company_id = ${companyId} AND t.contact_account_id = ${accountId} AND NOT t.is_group ORDER BY t.id`.pipe(
-          Effect.orDie
-        )
-
-      const splitName = (name: string | null) => {
-        if (name === null) return { first: null, last: null }
-        const parts = name.trim().split(/\s+/)
-        return { first: parts[0] ?? null, last: parts.length > 1 ? parts.slice(1).join(" ") : null }
-      }
-
-      const ensureAccount = (companyId: number, channelType: string, externalId: string, profile: Profile) =>
-        Effect.gen(function*() {
-          const existing = yield* sql<AccountRow>`
-            SELECT ${accountColumns} FROM contact_accounts
-            WHERE company_id = ${companyId} AND channel_type = ${channelType} AND external_id = ${externalId}`
-          if (existing.length > 0) {
-            const row = existing[0]
-            if (profile.username !== null || profile.name !== null || profile.phone !== null || profile.profilePicture !== null) {
-              yield* sql`
-                UPDATE contact_accounts SET
-                  username = COALESCE(${profile.username}, username),
-                  display_name = COALESCE(${profile.name}, display_name),
-                  phone = COALESCE(${profile.phone}, phone),
-                  profile_picture = COALESCE(${profile.profilePicture}, profile_picture)
-                WHERE id = ${row.id} AND (
-                  username IS DISTINCT FROM COALESCE(${profile.username}, username)
-                  OR display_name IS DISTINCT FROM COALESCE(${profile.name}, display_name)
-                  OR phone IS DISTINCT FROM COALESCE(${profile.phone}, phone)
-                  OR profile_picture IS DISTINCT FROM COALESCE(${profile.profilePicture}, profile_picture))`
-            }
-            return { ...row, created: false }
-          }
-          const name = splitName(profile.name)
-          const display = profile.name ?? profile.username ?? profile.phone ?? externalId
-          const [contact] = yield* sql<{ id: number }>`
-            INSERT INTO contacts (company_id, first_name, last_name, display_name, status)
-            VALUES (${companyId}, ${name.first}, ${name.last}, ${display}, 'lead') RETURNING id`
-          const inserted = yield* sql<AccountRow>`
-            INSERT INTO contact_accounts (company_id, contact_id, channel_type, external_id, username, display_name, phone, profile_picture)
-            VALUES (${companyId}, ${contact.id}, ${channelType}, ${externalId}, ${profile.username}, ${profile.name},
-                    ${profile.phone}, ${profile.profilePicture})
-            ON CONFLICT (company_id, channel_type, external_id) DO NOTHING
-            RETURNING ${accountColumns}`
-          if (inserted.length === 0) {
-            // A concurrent writer created the account first; its contact is the one to keep.
-            yield* sql`DELETE FROM contacts WHERE id = ${contact.id} AND company_id = ${companyId}`
-            const [row] = yield* sql<AccountRow>`
-              SELECT ${accountColumns} FROM contact_accounts
-              WHERE company_id = ${companyId} AND channel_type = ${channelType} AND external_id = ${externalId}`
-            return { ...row, created: false }
-          }
-          if (profile.phone !== null) {
-            yield* sql`
-              INSERT INTO contact_phones (company_id, contact_id, phone, type)
-              VALUES (${companyId}, ${contact.id}, ${profile.phone}, 'mobile')`
-          }
-          return { ...inserted[0], created: true }
-        }).pipe(Effect.orDie)
-
-      const ensureConversation = (companyId: number, contactId: number) =>
-        Effect.gen(function*() {
-          const inserted = yield* sql<{ id: number }>`
-            INSERT INTO conversations (company_id, contact_id) VALUES (${companyId}, ${contactId})
-            ON CONFLICT (company_id, contact_id) DO NOTHING RETURNING id`
-          if (inserted.length > 0) return { id: inserted[0].id, created: true }
-          const [row] = yield* sql<{ id: number }>`
-            SELECT id FROM conversations WHERE company_id = ${companyId} AND contact_id = ${contactId}`
-          return { id: row.id, created: false }
-        }).pipe(Effect.orDie)
-
-      const ensureThread: MessagesRepo["Service"]["ensureThread"] = (companyId, t) =>
-        Effect.gen(function*() {
-          const inserted = yield* (t.group
-            ? sql<{ id: number; conversation_id: number }>`
-                INSERT INTO threads (company_id, conversation_id, channel_id, contact_account_id, external_thread_id, is_group)
-                VALUES (${companyId}, ${t.conversationId}, ${t.channelId}, ${t.accountId}, ${t.externalThreadId}, true)
-                ON CONFLICT (channel_id, external_thread_id) WHERE is_group DO NOTHING
-                RETURNING id, conversation_id`
-            : sql<{ id: number; conversation_id: number }>`
-                INSERT INTO threads (company_id, conversation_id, channel_id, contact_account_id, external_thread_id, is_group)
-                VALUES (${companyId}, ${t.conversationId}, ${t.channelId}, ${t.accountId}, ${t.externalThreadId}, false)
-                ON CONFLICT (channel_id, contact_account_id) WHERE NOT is_group DO NOTHING
-                RETURNING id, conversation_id`)
-          if (inserted.length > 0) return { ...inserted[0], created: true }
-          const [row] = yield* (t.group
-            ? sql<{ id: number; conversation_id: number }>`
-                SELECT id, conversation_id FROM threads
-                WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND external_thread_id = ${t.externalThreadId} AND is_group`
-            : sql<{ id: number; conversation_id: number }>`
-                SELECT id, conversation_id FROM threads
-                WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND contact_account_id = ${t.accountId} AND NOT is_group`)
-          if (!t.group && t.externalThreadId !== null) {
-            yield* sql`
-              UPDATE threads SET external_thread_id = ${t.externalThreadId}
-              WHERE id = ${row.id} AND external_thread_id IS DISTINCT FROM ${t.externalThreadId}`
-          }
-          return { ...row, created: false }
-        }).pipe(Effect.orDie)
-
-      const groupThread = (companyId: number, channelId: number, externalThreadId: string) =>
-        sql<{ id: number; conversation_id: number }>`
-          SELECT id, conversation_id FROM threads
-          WHERE company_id = ${companyId} AND channel_id = ${channelId} AND external_thread_id = ${externalThreadId} AND is_group`.pipe(
-          Effect.map(first),
-          Effect.orDie
-        )
-
-      const hasMessages = (companyId: number, conversationId: number) =>
+      const hasMessages = (companyId: CompanyId, conversationId: number) =>
         sql<{ found: boolean }>`
           SELECT EXISTS (SELECT 1 FROM messages WHERE company_id = ${companyId} AND conversation_id = ${conversationId}) AS found`.pipe(
           Effect.map((rows) => rows[0].found),
           Effect.orDie
         )
 
-      const touchInbound = (companyId: number, threadId: number, conversationId: number, at: Date) =>
-        Effect.all([
-          sql`
-            UPDATE threads SET last_inbound_at = GREATEST(last_inbound_at, ${at}::timestamptz), updated_at = now()
-            WHERE company_id = ${companyId} AND id = ${threadId}`,
-          sql`
-            UPDATE conversations SET last_message_at = GREATEST(last_message_at, ${at}::timestamptz), updated_at = now()
-            WHERE company_id = ${companyId} AND id = ${conversationId}`
-        ], { concurrency: 1, discard: true }).pipe(Effect.orDie)
-
-      const optOut = (companyId: number, contactId: number) =>
+      const optOut = (companyId: CompanyId, contactId: number) =>
         sql<{ opted_out_at: Date }>`
           UPDATE contacts SET opted_out_at = now(), updated_at = now()
           WHERE company_id = ${companyId} AND id = ${contactId} AND opted_out_at IS NULL
           RETURNING opted_out_at`.pipe(Effect.map((rows) => Option.map(first(rows), (r) => r.opted_out_at)), Effect.orDie)
 
-      const isMember = (companyId: number, userId: number) =>
+      const isMember = (companyId: CompanyId, userId: number) =>
         sql<{ found: boolean }>`
           SELECT EXISTS (SELECT 1 FROM memberships WHERE company_id = ${companyId} AND user_id = ${userId}) AS found`.pipe(
           Effect.map((rows) => rows[0].found),
@@ -806,21 +555,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         setOutboundReaction,
         removeOutboundReaction,
         setInboundReaction,
-        channel,
-        channelsOfType,
-        threadContext,
-        contact,
-        account,
-        accountsOfContact,
-        findAccount,
-        threadOf,
-        threadsOfAccount,
-        ensureAccount,
-        ensureConversation,
-        ensureThread,
-        groupThread,
         hasMessages,
-        touchInbound,
         optOut,
         isMember,
         lockExternal

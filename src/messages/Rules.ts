@@ -1,7 +1,41 @@
+import type { CompanyId } from "../auth/Domain.ts"
+import type { Credentials } from "../providers/Credentials.ts"
 import { type ChannelType } from "../providers/Domain.ts"
+import type { ProviderError } from "../providers/Provider.ts"
+import { channelContext } from "../providers/Rules.ts"
+import { BadGateway } from "../platform/Errors.ts"
 import type { Message } from "./Domain.ts"
+import type { ThreadContext } from "./ThreadsRepo.ts"
 
 export const blockedMessage = "This contact is blocked; the message was not sent."
+
+/** Attachment types that are records of something, not files a provider can hand over. */
+export const unfetchable = new Set(["template", "ephemeral", "unsupported_type"])
+
+const media = ["text", "image", "video", "audio", "voice", "document", "sticker"]
+/** What each channel type can carry as a new outbound message (the social inbox has no voice notes or stickers). */
+export const carries: Record<ChannelType, ReadonlySet<string>> = {
+  msgr_a: new Set(media),
+  msgr_a_business: new Set(media),
+  msgr_b: new Set(media),
+  msgr_c_business: new Set(["text", "image", "video", "audio", "document"])
+}
+
+/** The provider's view of a thread's channel. */
+export const contextOf = (credentials: Credentials["Service"], companyId: CompanyId, t: ThreadContext) =>
+  channelContext(credentials, companyId, {
+    id: t.channel_id,
+    type: t.channel_type,
+    provider: t.provider,
+    status: t.channel_status,
+    credentials: t.credentials,
+    settings: t.settings
+  })
+
+export const recipientOf = (t: ThreadContext) => t.external_thread_id ?? t.account_external_id ?? ""
+
+export const providerFailed = (e: ProviderError) =>
+  new BadGateway({ message: `The messaging provider refused the request (${e.code}): ${e.message}` })
 
 /** `message.type` repeats the canonical `message_type` (spec: Events). */
 export const messagePayload = (message: Message) => ({ ...message, type: message.message_type })

@@ -1,31 +1,28 @@
 import { Clock, Context, Effect, Exit, Layer, Option, Predicate, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { type SendRequest, SendRefused } from "../../cluster/Conversation.ts"
 import { Credentials } from "../providers/Credentials.ts"
 import { type ChannelContext, Providers } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
-import { Idempotency, type IdempotencyScope, type Recorded } from "../platform/Idempotency.ts"
+import { Idempotency, type IdempotencyScope, type Recorded, staleAfterMs } from "../platform/Idempotency.ts"
+import type { CompanyId } from "../auth/Domain.ts"
 import { Message } from "./Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
 import { createdPayload } from "./Rules.ts"
+import { SendRefusal, type SendRequest } from "./SendLane.ts"
+import { ThreadsRepo } from "./ThreadsRepo.ts"
 import { channelContext } from "../providers/Rules.ts"
 
-/** A key still pending this long belongs to a send whose process died between its two transactions. */
-const staleAfterMs = 60_000
 /** Channel settings and credentials are read at most this often per channel by a runner's sends. */
 const channelTtlMs = 2_000
 
-const refuse = (status: 404 | 409 | 422, message: string, error_code?: string) =>
-  Effect.fail(new SendRefused(error_code === undefined ? { status, message } : { status, message, error_code }))
-
-const inFlight = () => refuse(409, "A request with this idempotency key is still being processed.")
+const inFlight = () => Effect.fail(SendRefusal.keyInFlight())
 
 const decodeMessage = Schema.decodeUnknownEffect(Message)
 
 /**
  * Performs one outbound send inside its conversation's entity (so sends of a conversation are
- * ordered); the HTTP side has already applied the sending rules. The message (status `pending`) and
+ * ordered); `Outbound.deliver` has already applied the sending rules. The message (status `pending`) and
  * its idempotency key are written in one transaction; the provider is called after commit; a second
  * write (one statement) records the outcome (`sent`… or `failed` with the provider's error, and a history row),
  * completes the key with the answer and emits `message.created` with the final status. A provider
@@ -36,13 +33,14 @@ const decodeMessage = Schema.decodeUnknownEffect(Message)
  * emit to the commit, so the first transaction takes no event at all.
  */
 export class Sender extends Context.Service<Sender, {
-  execute(request: SendRequest): Effect.Effect<Message, SendRefused>
+  execute(request: SendRequest): Effect.Effect<Message, SendRefusal>
 }>()("crm/messages/Sender") {
   static readonly layerNoDeps = Layer.effect(
     Sender,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const repo = yield* MessagesRepo
+      const threads = yield* ThreadsRepo
       const events = yield* Events
       const idempotency = yield* Idempotency
       const providers = yield* Providers
@@ -50,17 +48,17 @@ export class Sender extends Context.Service<Sender, {
       const store = yield* BlobStore
       const channels = new Map<number, { readonly context: Option.Option<ChannelContext>; readonly at: number }>()
 
-      const channelFor = Effect.fnUntraced(function*(companyId: number, channelId: number) {
+      const channelFor = Effect.fnUntraced(function*(companyId: CompanyId, channelId: number) {
         const now = yield* Clock.currentTimeMillis
         const cached = channels.get(channelId)
         if (cached !== undefined && now - cached.at < channelTtlMs) return cached.context
-        const context = Option.map(yield* repo.channel(companyId, channelId), (row) => channelContext(credentials, companyId, row))
+        const context = Option.map(yield* threads.channel(companyId, channelId), (row) => channelContext(credentials, companyId, row))
         if (channels.size >= 10_000) channels.clear()
         channels.set(channelId, { context, at: now })
         return context
       })
 
-      const answer = Effect.fnUntraced(function*(companyId: number, scope: IdempotencyScope, recorded: Recorded) {
+      const answer = Effect.fnUntraced(function*(companyId: CompanyId, scope: IdempotencyScope, recorded: Recorded) {
         switch (recorded._tag) {
           case "None":
             return Option.none<Message>()
@@ -70,7 +68,7 @@ export class Sender extends Context.Service<Sender, {
             return Option.some(yield* decodeMessage(data).pipe(Effect.orDie))
           }
           case "Mismatch":
-            return yield* refuse(422, "This idempotency key was already used with a different request body.", "idempotency_key_mismatch")
+            return yield* SendRefusal.keyMismatch()
           case "InFlight": {
             const ref = recorded.ref
             const messageId = Predicate.isObject(ref) && "message_id" in ref && Predicate.isNumber(ref.message_id) ? ref.message_id : null
@@ -96,7 +94,7 @@ export class Sender extends Context.Service<Sender, {
           : { userId: req.userId, endpoint: req.endpoint, key: req.idempotency.key }
         const hash = req.idempotency?.hash ?? ""
 
-        // The HTTP side looked the key up already; claiming it is what decides. A key another request
+        // An HTTP caller looked the key up already; claiming it is what decides. A key another request
         // completed or holds meanwhile writes nothing, and is answered from its row.
         const inserted = yield* repo.insertOutbound(companyId, {
           conversationId: req.conversationId,
@@ -176,6 +174,6 @@ export class Sender extends Context.Service<Sender, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([MessagesRepo.layer, Idempotency.layer])
+    Layer.provide([MessagesRepo.layer, ThreadsRepo.layer, Idempotency.layer])
   )
 }

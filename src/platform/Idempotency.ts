@@ -36,10 +36,16 @@ const canonical = (value: unknown): unknown => {
 export const requestHash = (body: unknown): string =>
   createHash("sha256").update(JSON.stringify(canonical(body) ?? null)).digest("hex")
 
-export const keyMismatch = () =>
-  ruleViolation("idempotency_key_mismatch", "This idempotency key was already used with a different request body.")
+/** A key still pending this long belongs to a request whose process died before it answered. */
+export const staleAfterMs = 60_000
 
-export const keyInFlight = () => new Conflict({ message: "A request with this idempotency key is still being processed." })
+export const keyMismatchCode = "idempotency_key_mismatch"
+export const keyMismatchMessage = "This idempotency key was already used with a different request body."
+export const keyInFlightMessage = "A request with this idempotency key is still being processed."
+
+export const keyMismatch = () => ruleViolation(keyMismatchCode, keyMismatchMessage)
+
+export const keyInFlight = () => new Conflict({ message: keyInFlightMessage })
 
 /**
  * Replays of creating requests (`idempotency_keys`). A key is written only together with what it

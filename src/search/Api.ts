@@ -1,6 +1,6 @@
-import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, NotFound, ServiceUnavailable, Unprocessable } from "../platform/Errors.ts"
 import { SearchQuery, SearchResult } from "./Domain.ts"
 
@@ -8,7 +8,7 @@ export class SearchApi extends HttpApiGroup.make("messageSearch")
   .add(
     HttpApiEndpoint.get("search", "/v1/messages/search", {
       query: SearchQuery,
-      success: Schema.Struct({ data: SearchResult }),
+      success: Data(SearchResult),
       error: [...AuthErrors, NotFound, Unprocessable, ServiceUnavailable]
     }).annotateMerge(OpenApi.annotations({
       description: "Full-text search (Russian and English stemming) over the messages of the channels the caller may see, " +

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import type { VisibleChannels } from "../auth/ChannelAccess.ts"
+import type { CompanyId } from "../auth/Domain.ts"
 
 export interface SearchRow {
   readonly id: number
@@ -36,11 +37,11 @@ export interface SearchPage {
  */
 export class SearchRepo extends Context.Service<SearchRepo, {
   /** The page (newest first) and the match count, in one statement under the statement timeout. */
-  search(companyId: number, request: SearchRequest): Effect.Effect<SearchPage, SqlError.SqlError>
+  search(companyId: CompanyId, request: SearchRequest): Effect.Effect<SearchPage, SqlError.SqlError>
   /** Whether the conversation exists in the company and, for a restricted caller, has a thread on a visible channel. */
-  conversationVisible(companyId: number, visible: VisibleChannels, conversationId: number): Effect.Effect<boolean>
+  conversationVisible(companyId: CompanyId, visible: VisibleChannels, conversationId: number): Effect.Effect<boolean>
   /** The SQL and parameters `search` sends (for the plan checks of the tests and the bench). */
-  statement(companyId: number, request: SearchRequest): readonly [string, ReadonlyArray<unknown>]
+  statement(companyId: CompanyId, request: SearchRequest): readonly [string, ReadonlyArray<unknown>]
   /** Runs `effect` in a transaction under the search's statement timeout and custom-plan mode. */
   bounded<A, E, R>(timeoutMs: number, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError.SqlError, R>
 }>()("crm/search/SearchRepo") {
@@ -51,9 +52,9 @@ export class SearchRepo extends Context.Service<SearchRepo, {
 
       // Both sides go through the one SQL function, so a query is tokenised and stemmed
       // exactly like the stored messages, and carries the tenant in every key.
-      const keysOf = (companyId: number, q: string) => sql`message_search_keys(${companyId}::bigint, ${q}::text)`
+      const keysOf = (companyId: CompanyId, q: string) => sql`message_search_keys(${companyId}::bigint, ${q}::text)`
 
-      const filters = (companyId: number, request: SearchRequest): Statement.Fragment => {
+      const filters = (companyId: CompanyId, request: SearchRequest): Statement.Fragment => {
         const clauses: Array<Statement.Fragment> = [
           sql`m.deleted_at IS NULL`,
           // A query of stop words only has no keys, and `@> '{}'` would match everything.
@@ -66,7 +67,7 @@ export class SearchRepo extends Context.Service<SearchRepo, {
         return sql.and(clauses)
       }
 
-      const countOf = (companyId: number, request: SearchRequest) =>
+      const countOf = (companyId: CompanyId, request: SearchRequest) =>
         // No separate `company_id =` here on purpose: the tenant is inside every key, and that
         // predicate tempts the planner into ANDing the GIN bitmap with a company-wide btree
         // bitmap (all of a big tenant's rows), measured at 85 ms against 6 ms without it.
@@ -79,7 +80,7 @@ export class SearchRepo extends Context.Service<SearchRepo, {
       // One statement, so one round trip and one statement timeout cover the whole search.
       // The count is an InitPlan in the ELSE branch: PostgreSQL runs it only when the page
       // alone cannot tell the total (a full page, or a page past the end).
-      const searchStatement = (companyId: number, request: SearchRequest) =>
+      const searchStatement = (companyId: CompanyId, request: SearchRequest) =>
         sql<SearchRow & { readonly counted: number | null }>`
           WITH page AS MATERIALIZED (
             SELECT m.id, m.conversation_id, m.thread_id, m.channel_id, m.created_at, m.message_content
@@ -112,7 +113,7 @@ export class SearchRepo extends Context.Service<SearchRepo, {
       const bounded = <A, E, R>(timeoutMs: number, effect: Effect.Effect<A, E, R>) =>
         Effect.andThen(limits(timeoutMs), effect).pipe(sql.withTransaction)
 
-      const search = (companyId: number, request: SearchRequest) =>
+      const search = (companyId: CompanyId, request: SearchRequest) =>
         // `.unprepared` sends an unnamed statement, which PostgreSQL plans with the actual
         // company, keys and offset every time: a cached generic plan cannot know whether a
         // word is frequent (walk the recent-messages index) or rare (GIN bitmap).
@@ -127,7 +128,7 @@ export class SearchRepo extends Context.Service<SearchRepo, {
           })
         )
 
-      const conversationVisible = (companyId: number, visible: VisibleChannels, conversationId: number) =>
+      const conversationVisible = (companyId: CompanyId, visible: VisibleChannels, conversationId: number) =>
         sql<{ readonly ok: boolean }>`
           SELECT EXISTS (
             SELECT 1 FROM conversations cv
@@ -139,7 +140,7 @@ export class SearchRepo extends Context.Service<SearchRepo, {
         }
           ) AS ok`.pipe(Effect.map((rows) => rows[0]?.ok === true), Effect.orDie)
 
-      const statement = (companyId: number, request: SearchRequest) => searchStatement(companyId, request).compile()
+      const statement = (companyId: CompanyId, request: SearchRequest) => searchStatement(companyId, request).compile()
 
       return SearchRepo.of({ search, conversationVisible, statement, bounded })
     })

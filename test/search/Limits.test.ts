@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
+import { CompanyId } from "../../src/auth/Domain.ts"
 import { SearchRepo } from "../../src/search/Repo.ts"
 import { cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
@@ -140,11 +141,11 @@ describe("search statements", () => {
         SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE strpos(statement, ${marker}) > 0`
       // One transaction pins one connection: prepared statements are per connection.
       return yield* Effect.gen(function*() {
-        for (const q of ["hello", "заказ доставка", "ab"]) yield* repo.search(company.id, request(q))
-        yield* repo.search(company.id, { ...request("hello"), perPage: 5, offset: 5 })
+        for (const q of ["hello", "заказ доставка", "ab"]) yield* repo.search(CompanyId.make(company.id), request(q))
+        yield* repo.search(CompanyId.make(company.id), { ...request("hello"), perPage: 5, offset: 5 })
         const afterSearch = yield* prepared
         // The control: the same page statement through the default (prepared) path shows up.
-        const [text, params] = repo.statement(company.id, request("hello"))
+        const [text, params] = repo.statement(CompanyId.make(company.id), request("hello"))
         yield* sql.unsafe(text, params as Array<unknown>)
         return { afterSearch, afterPrepared: yield* prepared }
       }).pipe(sql.withTransaction)
@@ -159,7 +160,7 @@ describe("search statements", () => {
     const plan = await server.runInApp(Effect.gen(function*() {
       const repo = yield* SearchRepo
       const sql = yield* SqlClient.SqlClient
-      const [text, params] = repo.statement(company.id, request(word))
+      const [text, params] = repo.statement(CompanyId.make(company.id), request(word))
       return yield* repo.bounded(2000, sql.unsafe<{ "QUERY PLAN": string }>(`EXPLAIN ${text}`, params as Array<unknown>).unprepared)
     }).pipe(Effect.provide(SearchRepo.layer), Effect.orDie))
     const text = plan.map((row) => row["QUERY PLAN"]).join("\n")

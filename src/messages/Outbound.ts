@@ -1,0 +1,495 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { ChannelAccess } from "../auth/ChannelAccess.ts"
+import { type CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { Events } from "../events/Events.ts"
+import { Media } from "../media/Media.ts"
+import { type ChannelType } from "../providers/Domain.ts"
+import { windowClosed, windowRefusal } from "../providers/Rules.ts"
+import {
+  Conflict,
+  type Forbidden,
+  invalidFields as invalid,
+  type NotFound,
+  notFound,
+  ruleViolation,
+  ServiceUnavailable,
+  Unprocessable
+} from "../platform/Errors.ts"
+import { Idempotency, keyInFlight, keyMismatch, requestHash, staleAfterMs } from "../platform/Idempotency.ts"
+import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage } from "./Domain.ts"
+import { MessagesRepo } from "./Repo.ts"
+import { blockedMessage, carries, unfetchable } from "./Rules.ts"
+import { type OutgoingAttachment, SendLane, SendRefusal, type SendRequest, type SendUnavailable } from "./SendLane.ts"
+import { type ChannelRow, type ThreadContext, ThreadsRepo } from "./ThreadsRepo.ts"
+import { Visibility } from "./Visibility.ts"
+
+type SendFailure = Forbidden | NotFound | Unprocessable | Conflict | ServiceUnavailable
+
+/** A send whose target thread and content are resolved: what `deliver` checks against the sending rules and sends. */
+export type Delivery =
+  & Omit<SendRequest, "conversationId" | "threadId" | "channelId" | "contactAccountId" | "recipient" | "externalThreadId">
+  & { readonly thread: ThreadContext }
+
+/** The wire answer of a refusal: a key in flight is 409, every other refusal the 422 rule body. */
+export const refusalToWire = (e: SendRefusal) =>
+  e.reason === "key_in_flight"
+    ? new Conflict({ message: e.message })
+    : new Unprocessable(e.error_code === undefined ? { message: e.message } : { message: e.message, error_code: e.error_code })
+
+const toWire = <A, R>(effect: Effect.Effect<A, SendRefusal | SendUnavailable, R>) =>
+  Effect.catchTags(effect, {
+    SendRefusal: (e) => Effect.fail(refusalToWire(e)),
+    SendUnavailable: (e) => Effect.fail(new ServiceUnavailable({ message: e.message }))
+  })
+
+const present = <A>(value: A | null | undefined): value is A => value !== null && value !== undefined
+
+const hasText = (text: string | null | undefined) => present(text) && text.trim() !== ""
+
+/** Content checks shared by send and direct create; the spec's attachment-row rule first. */
+const contentErrors = (input: {
+  readonly text?: string | null | undefined
+  readonly attachments?: ReadonlyArray<AttachmentInput> | null | undefined
+  readonly sticker_id?: number | null | undefined
+}) => {
+  const errors: Record<string, Array<string>> = {}
+  const rows = input.attachments ?? []
+  rows.forEach((row, i) => {
+    if (present(row.media_id) === present(row.sticker_id)) {
+      errors[`attachments.${i}`] = ["Each attachment needs exactly one of media_id or sticker_id."]
+    }
+  })
+  if (!hasText(input.text) && rows.length === 0 && !present(input.sticker_id)) {
+    errors.text = ["The text field is required when no attachments or sticker are sent."]
+  }
+  return errors
+}
+
+/** The attachment rows of a send: `attachments[]`, then the top-level `sticker_id` as one more row. */
+const sourcesOf = (input: {
+  readonly attachments?: ReadonlyArray<AttachmentInput> | null | undefined
+  readonly sticker_id?: number | null | undefined
+}): ReadonlyArray<AttachmentInput> => [
+  ...(input.attachments ?? []),
+  ...(present(input.sticker_id) ? [{ sticker_id: input.sticker_id }] : [])
+]
+
+/** A message with attachments takes the first one's type (a caption rides along as its text). */
+const messageTypeOf = (attachments: ReadonlyArray<OutgoingAttachment>) => attachments[0]?.type ?? "text"
+
+const notForwardable = new Set(["reaction", "template", "ephemeral", "unsupported", "location", "contact"])
+
+const digits = (phone: string) => phone.replace(/\D/g, "")
+const phoneAddressed = (type: ChannelType) => type === "msgr_a" || type === "msgr_a_business"
+
+const replayed = (body: unknown) => (body as { readonly data: Message }).data
+
+/**
+ * Outbound messages: the HTTP send, direct create and forward (validation, target resolution,
+ * idempotent replays), and `deliver`, the sending rules and the send itself for any caller that
+ * already has its target thread and content.
+ */
+export class Outbound extends Context.Service<Outbound, {
+  /** Refuses by reason (`SendRefusal`) or sends through the thread's conversation lane. */
+  deliver(request: Delivery): Effect.Effect<Message, SendRefusal | SendUnavailable>
+  /**
+   * The thread of a contact account on a channel of its type, created (with its conversation) when
+   * missing: how a caller that addresses contacts gets the thread `deliver` takes. None when either is not the company's.
+   */
+  threadFor(companyId: CompanyId, channelId: number, contactAccountId: number): Effect.Effect<Option.Option<ThreadContext>>
+  send(input: SendMessage, key: string | undefined): Effect.Effect<Message, SendFailure, CurrentActor>
+  create(input: CreateMessage): Effect.Effect<Message, SendFailure, CurrentActor>
+  forward(id: number, input: ForwardMessage): Effect.Effect<Message, SendFailure, CurrentActor>
+}>()("crm/messages/Outbound") {
+  static readonly layerNoDeps = Layer.effect(
+    Outbound,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* MessagesRepo
+      const threads = yield* ThreadsRepo
+      const visibility = yield* Visibility
+      const access = yield* ChannelAccess
+      const events = yield* Events
+      const idempotency = yield* Idempotency
+      const lane = yield* SendLane
+      const media = yield* Media
+
+      const earlierAnswer = Effect.fnUntraced(function*(userId: number, endpoint: string, key: string, hash: string) {
+        const recorded = yield* idempotency.lookup({ userId, endpoint, key }, hash)
+        switch (recorded._tag) {
+          case "Replay":
+            return Option.some(recorded.body)
+          case "Mismatch":
+            return yield* keyMismatch()
+          case "InFlight":
+            // A long-pending key is settled by the entity (it replays the message it points to).
+            return recorded.ageMs < staleAfterMs ? yield* keyInFlight() : Option.none()
+          case "None":
+            return Option.none()
+        }
+      })
+
+      /**
+       * The sending rules on the target thread, then the send through the thread's conversation lane.
+       * The rules are read here, just before the send: the lane orders sends, it does not freeze
+       * a contact's block or a channel's status, so reading them inside it would be no fresher.
+       */
+      const deliver = Effect.fn("Outbound.deliver")(function*(request: Delivery) {
+        const { thread, ...content } = request
+        const forward = request.endpoint === "forward"
+        const refuse = (reason: SendRefusal["reason"], error_code: string, message: string) =>
+          new SendRefusal({ reason, message, error_code })
+        // A forward copies its source as it is; the source's type was checked against the target channel.
+        const uncarried = forward ? undefined : request.attachments.find((a) => !carries[thread.channel_type].has(a.type))
+        if (uncarried !== undefined) {
+          return yield* refuse(
+            "content_type_unsupported",
+            "content_type_unsupported",
+            `A ${thread.channel_type} channel cannot carry a ${uncarried.type} attachment.`
+          )
+        }
+        if (thread.channel_status !== "connected") {
+          return yield* refuse(
+            "channel_not_connected",
+            "channel_not_connected",
+            forward ? "The target channel is not connected." : "The channel is not connected."
+          )
+        }
+        if (thread.contact_blocked) return yield* refuse("contact_blocked", "contact_blocked", blockedMessage)
+        const closed = windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, yield* Clock.currentTimeMillis)
+        if (closed !== null) {
+          const refusal = windowRefusal(thread.channel_type, closed, forward)
+          return yield* refuse("window_closed", refusal.error_code, refusal.message)
+        }
+        const recipient = thread.external_thread_id ?? thread.account_external_id
+        if (recipient === null) return yield* refuse("no_recipient", "no_recipient", "The thread has no recipient on the channel.")
+        return yield* lane.run({
+          ...content,
+          conversationId: thread.conversation_id,
+          threadId: thread.id,
+          channelId: thread.channel_id,
+          contactAccountId: thread.contact_account_id,
+          recipient,
+          externalThreadId: thread.external_thread_id
+        })
+      })
+
+      /** Contact, conversation and thread for a contact account on a channel, created when missing (one transaction). */
+      const ensureThreadFor = (companyId: CompanyId, channelId: number, accountId: number, contactId: number) =>
+        Effect.gen(function*() {
+          const existing = yield* threads.threadOf(companyId, channelId, accountId)
+          if (Option.isSome(existing)) return existing.value.id
+          return yield* Effect.gen(function*() {
+            const conversation = yield* threads.ensureConversation(companyId, contactId)
+            const thread = yield* threads.ensureThread(companyId, {
+              channelId,
+              conversationId: conversation.id,
+              accountId,
+              externalThreadId: null,
+              group: false
+            })
+            if (conversation.created) {
+              yield* events.emit(companyId, "conversation.created", {
+                conversation: { id: conversation.id, contact_id: contactId },
+                conversation_id: conversation.id,
+                contact_id: contactId,
+                channel_id: channelId,
+                thread_id: thread.id
+              })
+            }
+            return thread.id
+          }).pipe(sql.withTransaction, Effect.orDie)
+        })
+
+      const ensureAccountFor = (companyId: CompanyId, channel: ChannelRow, externalId: string, profile: { phone?: string; username?: string }) =>
+        Effect.gen(function*() {
+          const account = yield* threads.ensureAccount(companyId, channel.type, externalId, {
+            username: profile.username ?? null,
+            name: null,
+            phone: profile.phone ?? null,
+            profilePicture: null
+          })
+          if (account.created) {
+            yield* events.emit(companyId, "contact.created", {
+              contact: { id: account.contact_id, status: "lead" },
+              contact_id: account.contact_id,
+              source: "outbound"
+            })
+          }
+          return account
+        }).pipe(sql.withTransaction, Effect.orDie)
+
+      const threadFor = Effect.fn("Outbound.threadFor")(function*(companyId: CompanyId, channelId: number, contactAccountId: number) {
+        const [channel, account] = yield* Effect.all([threads.channel(companyId, channelId), threads.account(companyId, contactAccountId)])
+        if (Option.isNone(channel) || Option.isNone(account) || account.value.channel_type !== channel.value.type) return Option.none()
+        const threadId = yield* ensureThreadFor(companyId, channelId, account.value.id, account.value.contact_id)
+        return yield* threads.threadContext(companyId, threadId)
+      })
+
+      const resolveSendTarget = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelRow, input: SendMessage) {
+        if (present(input.thread_id)) {
+          const thread = yield* threads.threadContext(companyId, input.thread_id)
+          if (Option.isNone(thread)) return yield* notFound("Thread not found.")
+          if (thread.value.channel_id !== channel.id) {
+            return yield* invalid({ thread_id: ["The thread does not belong to the given channel."] })
+          }
+          return thread.value
+        }
+        let accountId: number
+        let contactId: number
+        if (present(input.contact_id)) {
+          const contact = yield* threads.contact(companyId, input.contact_id)
+          if (Option.isNone(contact)) return yield* notFound("Contact not found.")
+          const accounts = yield* threads.accountsOfContact(companyId, input.contact_id, channel.type)
+          if (accounts.length === 0) {
+            const phone = contact.value.phones.map(digits).find((p) => p.length > 0)
+            if (!phoneAddressed(channel.type) || phone === undefined) {
+              return yield* invalid({ contact_id: [`The contact has no ${channel.type} account to send to.`] })
+            }
+            const account = yield* ensureAccountFor(companyId, channel, phone, { phone })
+            if (account.contact_id !== input.contact_id) {
+              return yield* invalid({ contact_id: ["The contact's phone number belongs to another contact's account."] })
+            }
+            accountId = account.id
+          } else {
+            const withThread = yield* Effect.findFirst(accounts, (a) => Effect.map(threads.threadOf(companyId, channel.id, a.id), Option.isSome))
+            accountId = Option.getOrElse(withThread, () => accounts[0]).id
+          }
+          contactId = input.contact_id
+        } else {
+          const to = input.to!
+          if (present(to.external_id)) {
+            const account = yield* ensureAccountFor(companyId, channel, to.external_id.trim(), {
+              ...(present(to.phone) ? { phone: to.phone } : {}),
+              ...(present(to.username) ? { username: to.username } : {})
+            })
+            accountId = account.id
+            contactId = account.contact_id
+          } else if (present(to.phone)) {
+            const phone = digits(to.phone)
+            if (phone.length < 5) return yield* invalid({ "to.phone": ["The to.phone field must be a phone number."] })
+            const found = yield* threads.findAccount(companyId, channel.type, { phone })
+            if (Option.isSome(found)) {
+              accountId = found.value.id
+              contactId = found.value.contact_id
+            } else if (phoneAddressed(channel.type)) {
+              const account = yield* ensureAccountFor(companyId, channel, phone, { phone: `+${phone}` })
+              accountId = account.id
+              contactId = account.contact_id
+            } else {
+              return yield* invalid({ "to.phone": [`No ${channel.type} account is known for this phone number.`] })
+            }
+          } else {
+            const found = yield* threads.findAccount(companyId, channel.type, { username: to.username!.replace(/^@/, "") })
+            if (Option.isNone(found)) {
+              return yield* invalid({ "to.username": [`No ${channel.type} account with this username is known.`] })
+            }
+            accountId = found.value.id
+            contactId = found.value.contact_id
+          }
+        }
+        const threadId = yield* ensureThreadFor(companyId, channel.id, accountId, contactId)
+        const thread = yield* threads.threadContext(companyId, threadId)
+        return Option.getOrThrow(thread)
+      })
+
+      /** The send's attachment rows resolved against the company's uploads and stickers. */
+      const outgoing = (companyId: CompanyId, rows: ReadonlyArray<AttachmentInput>): Effect.Effect<ReadonlyArray<OutgoingAttachment>, Unprocessable> =>
+        rows.length === 0 ? Effect.succeed([]) : media.resolve(companyId, rows)
+
+      const send = Effect.fn("Outbound.send")(function*(input: SendMessage, key: string | undefined) {
+        const company = yield* requirePermission("conversation.create")
+        const actor = yield* CurrentActor
+        const errors = contentErrors(input)
+        const targets = [input.thread_id, input.contact_id, input.to].filter(present).length
+        if (targets !== 1) errors.thread_id = ["Exactly one of thread_id, contact_id or to is required."]
+        else if (present(input.to) && !present(input.to.external_id) && !hasText(input.to.phone) && !present(input.to.username)) {
+          errors.to = ["The to field needs one of external_id, phone or username."]
+        }
+        if (Object.keys(errors).length > 0) return yield* invalid(errors)
+        const hash = requestHash(input)
+        // The hot path (a known thread on its own channel) needs one read, done alongside the key's;
+        // anything else resolves the channel first so that its errors come in the documented order.
+        const [earlier, known] = yield* Effect.all([
+          key === undefined ? Effect.succeedNone : earlierAnswer(actor.userId, "send", key, hash),
+          present(input.thread_id) ? threads.threadContext(company.id, input.thread_id) : Effect.succeedNone
+        ], { concurrency: 2 })
+        if (Option.isSome(earlier)) return replayed(earlier.value)
+        const thread = Option.isSome(known) && known.value.channel_id === input.channel_id && !known.value.channel_deleted &&
+            (yield* access.canSee(company.id, actor, known.value.channel_id))
+          ? known.value
+          : yield* resolveSendTarget(company.id, yield* visibility.channel(company.id, input.channel_id), input)
+        const attachments = yield* outgoing(company.id, sourcesOf(input))
+        return yield* deliver({
+          thread,
+          endpoint: "send",
+          companyId: company.id,
+          userId: actor.userId,
+          messageType: messageTypeOf(attachments),
+          text: input.text ?? null,
+          attachments,
+          quotedMessageId: null,
+          quotedExternalMessageId: null,
+          metadata: {},
+          idempotency: key === undefined ? null : { key, hash }
+        }).pipe(toWire)
+      })
+
+      const create = Effect.fn("Outbound.create")(function*(input: CreateMessage) {
+        const company = yield* requirePermission("conversation.create")
+        const actor = yield* CurrentActor
+        const errors = contentErrors(input)
+        if (present(input.quoted_message_id) && present(input.quoted_external_message_id)) {
+          errors.quoted_message_id = ["Give quoted_message_id or quoted_external_message_id, not both."]
+        }
+        if (Object.keys(errors).length > 0) return yield* invalid(errors)
+        const key = input.idempotency_key ?? undefined
+        const { idempotency_key: _, ...body } = input
+        const hash = requestHash(body)
+        if (key !== undefined) {
+          const earlier = yield* earlierAnswer(actor.userId, "create", key, hash)
+          if (Option.isSome(earlier)) return replayed(earlier.value)
+        }
+        const thread = yield* visibility.thread(company.id, input.thread_id)
+        let quotedMessageId: number | null = null
+        let quotedExternal: string | null = null
+        if (present(input.quoted_message_id)) {
+          const quoted = yield* repo.find(company.id, input.quoted_message_id)
+          if (Option.isNone(quoted) || quoted.value.conversation_id !== thread.conversation_id) {
+            return yield* invalid({ quoted_message_id: ["The quoted message was not found in this conversation."] })
+          }
+          quotedMessageId = quoted.value.id
+          quotedExternal = quoted.value.thread_id === thread.id ? quoted.value.external_message_id : null
+        } else if (present(input.quoted_external_message_id)) {
+          const quoted = yield* repo.findByExternal(company.id, thread.channel_id, input.quoted_external_message_id, null)
+          quotedMessageId = Option.match(quoted, { onNone: () => null, onSome: (q) => q.id })
+          quotedExternal = input.quoted_external_message_id
+        }
+        const attachments = yield* outgoing(company.id, sourcesOf(input))
+        return yield* deliver({
+          thread,
+          endpoint: "create",
+          companyId: company.id,
+          userId: actor.userId,
+          messageType: messageTypeOf(attachments),
+          text: input.text ?? null,
+          attachments,
+          quotedMessageId,
+          quotedExternalMessageId: quotedExternal,
+          metadata: quotedExternal !== null && quotedMessageId === null ? { quoted_external_message_id: quotedExternal } : {},
+          idempotency: key === undefined ? null : { key, hash }
+        }).pipe(toWire)
+      })
+
+      /** Picks the forward's target channel (the first three forward refusal codes). */
+      const forwardChannel = Effect.fnUntraced(function*(
+        companyId: CompanyId,
+        accountType: string,
+        accountId: number,
+        requested: number | null | undefined
+      ) {
+        if (present(requested)) {
+          const channel = yield* visibility.channel(companyId, requested)
+          if (channel.type !== accountType) {
+            return yield* ruleViolation("channel_incompatible", `The target channel is ${channel.type}; the contact account is on ${accountType}.`)
+          }
+          return channel
+        }
+        const actor = yield* CurrentActor
+        const visible = yield* access.visible(companyId, actor)
+        const candidates = (yield* threads.channelsOfType(companyId, accountType)).filter((c) => visible === "all" || visible.has(c.id))
+        if (candidates.length === 0) {
+          return yield* ruleViolation("no_compatible_channel", `No ${accountType} channel is available to reach this contact account.`)
+        }
+        const found = (yield* threads.threadsOfAccount(companyId, accountId)).filter((t) => candidates.some((c) => c.id === t.channel_id))
+        if (found.length === 1) return candidates.find((c) => c.id === found[0].channel_id)!
+        if (candidates.length === 1) return candidates[0]
+        return yield* ruleViolation("channel_required", `Several ${accountType} channels can reach this contact account; give target_channel_id.`)
+      })
+
+      const forward = Effect.fn("Outbound.forward")(function*(id: number, input: ForwardMessage) {
+        const { company, actor, row: source } = yield* visibility.message(id, "conversation.create")
+        if (present(input.target_thread_id) === present(input.target_contact_account_id)) {
+          return yield* invalid({ target_thread_id: ["Exactly one of target_thread_id or target_contact_account_id is required."] })
+        }
+        const key = input.idempotency_key ?? undefined
+        const { idempotency_key: _, ...body } = input
+        const hash = requestHash({ ...body, message_id: id })
+        if (key !== undefined) {
+          const earlier = yield* earlierAnswer(actor.userId, "forward", key, hash)
+          if (Option.isSome(earlier)) return replayed(earlier.value)
+        }
+        if (source.deleted_at !== null) return yield* ruleViolation("message_deleted", "The message was deleted and cannot be forwarded.")
+        const sourceAttachments = (yield* repo.attachments(company.id, [source.id])).get(source.id) ?? []
+        if (
+          notForwardable.has(source.message_type) || sourceAttachments.some((a) => unfetchable.has(a.type)) ||
+          (!hasText(source.message_content) && sourceAttachments.length === 0)
+        ) {
+          return yield* ruleViolation("message_not_forwardable", `A ${source.message_type} message cannot be forwarded.`)
+        }
+
+        let channel: ChannelRow
+        let existing: ThreadContext | null = null
+        let account: { readonly id: number; readonly contact_id: number } | null = null
+        if (present(input.target_thread_id)) {
+          existing = yield* visibility.thread(company.id, input.target_thread_id)
+          if (present(input.target_channel_id) && input.target_channel_id !== existing.channel_id) {
+            return yield* ruleViolation("channel_incompatible", "The target thread is on another channel than target_channel_id.")
+          }
+          channel = Option.getOrThrow(yield* threads.channel(company.id, existing.channel_id))
+        } else {
+          const found = yield* threads.account(company.id, input.target_contact_account_id!)
+          if (Option.isNone(found)) return yield* notFound("Contact account not found.")
+          account = found.value
+          channel = yield* forwardChannel(company.id, found.value.channel_type, found.value.id, input.target_channel_id)
+          const threadRef = yield* threads.threadOf(company.id, channel.id, found.value.id)
+          if (Option.isSome(threadRef)) existing = Option.getOrNull(yield* threads.threadContext(company.id, threadRef.value.id))
+        }
+        if (channel.status !== "connected") {
+          return yield* ruleViolation("channel_not_connected", "The target channel is not connected.")
+        }
+        if (existing !== null && existing.is_group) {
+          return yield* ruleViolation("channel_not_textable", "The target is a comment thread; it takes replies, not forwarded messages.")
+        }
+        if (!carries[channel.type].has(source.message_type)) {
+          return yield* ruleViolation("content_type_unsupported", `A ${channel.type} channel cannot carry a ${source.message_type} message.`)
+        }
+        const blocked = existing !== null
+          ? existing.contact_blocked
+          : Option.match(yield* threads.contact(company.id, account!.contact_id), { onNone: () => false, onSome: (c) => c.blocked })
+        if (blocked) return yield* ruleViolation("contact_blocked", blockedMessage)
+        const closed = windowClosed(channel.type, false, existing?.last_inbound_at ?? null, yield* Clock.currentTimeMillis)
+        if (closed !== null) {
+          const refusal = windowRefusal(channel.type, closed, true)
+          return yield* ruleViolation(refusal.error_code, refusal.message)
+        }
+        const threadId = existing?.id ?? (yield* ensureThreadFor(company.id, channel.id, account!.id, account!.contact_id))
+        const thread = existing ?? Option.getOrThrow(yield* threads.threadContext(company.id, threadId))
+        // A stored file travels by its storage path; its signed link belongs to the source message.
+        const attachments: ReadonlyArray<OutgoingAttachment> = sourceAttachments.map(({ id: _, ...a }) =>
+          a.storage_path === null ? a : { ...a, url: null, thumbnail_url: null }
+        )
+        return yield* deliver({
+          thread,
+          endpoint: "forward",
+          companyId: company.id,
+          userId: actor.userId,
+          messageType: source.message_type,
+          text: source.message_content,
+          attachments,
+          quotedMessageId: null,
+          quotedExternalMessageId: null,
+          metadata: { forwarded_from_message_id: source.id },
+          idempotency: key === undefined ? null : { key, hash }
+        }).pipe(toWire)
+      })
+
+      return Outbound.of({ deliver, threadFor, send, create, forward })
+    })
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(
+    Layer.provide([Visibility.layer, MessagesRepo.layer, ThreadsRepo.layer, Idempotency.layer])
+  )
+}
