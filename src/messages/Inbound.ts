@@ -8,6 +8,7 @@ import { MessagesRepo, toMessage } from "./Repo.ts"
 import { ThreadsRepo } from "./ThreadsRepo.ts"
 import { type NewAttachment } from "../media/Domain.ts"
 import { advances, createdPayload, defaultStopWords, isStopWord, referralFor, updatedPayload } from "./Rules.ts"
+import { makeAutoCreate } from "../deals/Settings.ts"
 
 const attachmentType = (type: string) => ((AttachmentTypes as ReadonlyArray<string>).includes(type) ? type : "unsupported_type")
 
@@ -27,6 +28,7 @@ export class Inbound extends Context.Service<Inbound, {
       const repo = yield* MessagesRepo
       const threads = yield* ThreadsRepo
       const events = yield* Events
+      const autoCreateDeal = yield* makeAutoCreate
       const extra: string = yield* Effect.orDie(Config.String("STOP_WORDS").pipe(Config.withDefault("")))
       const stopWords: ReadonlySet<string> = new Set([
         ...defaultStopWords,
@@ -176,6 +178,7 @@ export class Inbound extends Context.Service<Inbound, {
             }
           }
           yield* flush()
+          if (first) yield* autoCreateDeal(companyId, conversationId, { channelId: channel.id })
           const message = toMessage(created.row, created.attachments, yield* Clock.currentTimeMillis)
           yield* events.emit(companyId, "message.created", createdPayload(message))
           return { messageId: created.row.id, conversationId, duplicate: false }

@@ -4,8 +4,7 @@ import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { CompanyId } from "../../src/auth/Domain.ts"
 import { remindersLayer } from "../../src/deals/Reminders.ts"
-import { autoCreateForConversation, makeAutoCreate } from "../../src/deals/Settings.ts"
-import { SqlClient } from "effect/sql"
+import { autoCreateForConversation } from "../../src/deals/Settings.ts"
 import { conversationOn, createChannel, inbound, sqlQuery } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { activitiesOf, createDeal, createFunnel, dealSetup, eventsOf, ok } from "./support.ts"
@@ -20,6 +19,24 @@ const autoCreate = (companyId: number, conversationId: number, channelId?: numbe
   server.runInApp(autoCreateForConversation(CompanyId.make(companyId), conversationId, channelId === undefined ? {} : { channelId }))
 
 describe("deal settings and auto-creation", () => {
+  it("creates one deal from the first inbound message of a new conversation, through the real inbound path", async () => {
+    const company = await createCompany(server)
+    const other = await createCompany(server)
+    await createFunnel(server, company.token)
+    await ok(server, "POST", "/v1/company/deal-settings", company.token, { auto_create_deal_enabled: true })
+    const channelId = await createChannel(server, company.token, "msgr_b")
+    const first = await inbound(server, company.token, channelId, { from: { external_id: "auto-1", name: "Ann Lee" } })
+    await inbound(server, company.token, channelId, { from: { external_id: "auto-1", name: "Ann Lee" }, text: "again" })
+    const deals = await sqlQuery<{ id: number; conversation_id: number; source: string }>(
+      server,
+      "SELECT id, conversation_id, source FROM deals WHERE company_id = $1",
+      [company.id]
+    )
+    assert.deepStrictEqual(deals.map((d) => [d.conversation_id, d.source]), [[first.conversation_id, "auto"]])
+    const foreign = await request(server, "GET", `/v1/deals/${deals[0].id}`, { token: other.token })
+    assert.strictEqual(foreign.status, 404)
+  })
+
   it("answers resolved settings, saves them, and refuses auto-creation without a funnel", async () => {
     const company = await createCompany(server)
     assert.deepStrictEqual(await ok(server, "GET", "/v1/company/deal-settings", company.token), {
@@ -105,13 +122,9 @@ describe("deal settings and auto-creation", () => {
     // Without a default funnel id it takes the default funnel; another company's conversation gets nothing.
     await ok(server, "POST", "/v1/company/deal-settings", company.token, { default_funnel_id: null })
     const second = await inbound(server, company.token, await createChannel(server, company.token, "msgr_b"), { from: { external_id: "someone-else", name: "Bo" } })
-    // As the inbound path calls it: bound at layer build, run inside the inbound transaction.
-    const id = await server.runInApp(Effect.gen(function*() {
-      const autoCreateDeal = yield* makeAutoCreate
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.withTransaction(autoCreateDeal(company.id, second.conversation_id))
-    }).pipe(Effect.orDie))
-    const other = await ok(server, "GET", `/v1/deals/${Option.getOrThrow(id)}`, company.token)
+    // The inbound path itself made it (inside the inbound transaction).
+    const [made] = await sqlQuery(server, "SELECT id FROM deals WHERE company_id = $1 AND conversation_id = $2", [company.id, second.conversation_id])
+    const other = await ok(server, "GET", `/v1/deals/${made.id}`, company.token)
     const [first] = await ok(server, "GET", "/v1/funnels", company.token)
     assert.deepStrictEqual([other.funnel_id, other.funnel_stage_id], [first.id, first.stages[0].id])
     const stranger = await createCompany(server)
