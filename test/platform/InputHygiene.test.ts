@@ -2,9 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { request as httpRequest } from "node:http"
 import { afterAll, beforeAll } from "vitest"
 import { inspectJson } from "../../src/platform/InputHygiene.ts"
-import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
+import { conversationOn, send } from "../messages/support.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
-let server: TestServer
+let server: RunningServer
 beforeAll(async () => {
   server = await startServer()
 })
@@ -109,5 +110,24 @@ describe("inspectJson", () => {
     for (let i = 0; i < 40; i++) nested = [nested]
     const issues = inspectJson(nested)
     assert.deepStrictEqual(Object.values(issues).flat(), ["The request body is nested too deeply (at most 32 levels)."])
+  })
+})
+
+describe("a bad send does not stall its conversation", () => {
+  it("refuses a NUL-byte send at once, and the next send on the same conversation succeeds within 1 s", async () => {
+    const company = await createCompany(server)
+    const other = await createCompany(server)
+    const c = await conversationOn(server, company.token)
+    const started = performance.now()
+    const [bad, good] = await Promise.all([
+      send(server, company.token, { channel_id: c.channelId, thread_id: c.threadId, text: "nul\u0000byte" }, { "idempotency-key": "nul-1" }),
+      send(server, company.token, { channel_id: c.channelId, thread_id: c.threadId, text: "fine" }, { "idempotency-key": "ok-1" })
+    ])
+    assert.strictEqual(bad.status, 422)
+    assert.deepStrictEqual(Object.keys(bad.body.errors), ["text"])
+    assert.strictEqual(good.status, 201)
+    assert.ok(performance.now() - started < 1_000, `took ${performance.now() - started} ms`)
+    const foreign = await send(server, other.token, { channel_id: c.channelId, thread_id: c.threadId, text: "theirs" })
+    assert.strictEqual(foreign.status, 404)
   })
 })
