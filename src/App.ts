@@ -23,6 +23,7 @@ import { MigrationsLayer } from "./platform/Migrations.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import { SqlLayer } from "./platform/Sql.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
+import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
 import { Pbx } from "./telephony/Pbx.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
 
@@ -47,6 +48,7 @@ const Server = Layer.unwrap(Effect.gen(function*() {
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(RealtimeLayer),
+    Layer.provideMerge(WebhookDeliveryLayer),
     Layer.provideMerge(ConversationEntities.pipe(Layer.provide(Sender.layer))),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),

@@ -53,5 +53,12 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   ),
   entry("invitation.created", "Invitation created", "organization", "invitation", "An invitation was sent."),
   entry("invitation.updated", "Invitation updated", "organization", "invitation", "An invitation's role or status changed."),
-  entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted.")
+  entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted."),
+  entry(
+    "integration.disabled",
+    "Integration disabled",
+    "integrations",
+    "integration",
+    "A webhook integration was disabled: its receiver answered 410 Gone, or 100 deliveries in a row failed over at least 24 hours."
+  )
 ]

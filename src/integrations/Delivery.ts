@@ -1,0 +1,152 @@
+import { Clock, Effect, Latch, Layer, Option, PubSub, Queue, Random, Result } from "effect"
+import { randomUUID } from "node:crypto"
+import { Events } from "../events/Events.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { OutboundHttp } from "../platform/OutboundHttp.ts"
+import { Credentials } from "../providers/Credentials.ts"
+import { type AttemptResult, type Claim, type ClaimedDelivery, companyOf, DeliveryRepo } from "./DeliveryRepo.ts"
+import type { Secrets } from "./Domain.ts"
+import { backoffMillis, deliveryHeaders, envelope, webhookId } from "./Signing.ts"
+
+/** Events read from the log per integration and round. */
+const batch = 1000
+/** Outcomes written per transaction. */
+const flushBatch = 500
+const retention = 30 * 24 * 3600_000
+const pruneEveryMs = 10 * 60_000
+
+/**
+ * Webhook delivery, a consumer of committed events. Deliveries are rows (`webhook_deliveries`) made
+ * from the event log behind a per-integration cursor, so nothing lives only in memory: a restart, or
+ * another runner, carries on from the table. The event bus only wakes the worker early; a poll finds
+ * due retries and anything a wake-up missed.
+ *
+ * A delivery is leased (token and expiry) before its request and finished only by the lease holder, so
+ * once a 2xx is recorded it is never sent again; a runner that dies mid-attempt leaves a lease that
+ * expires `timeoutSeconds + WEBHOOK_LEASE_MARGIN_MS` later, and the attempt is made again.
+ */
+export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
+  const events = yield* Events
+  const repo = yield* DeliveryRepo
+  const outbound = yield* OutboundHttp
+  const credentials = yield* Credentials
+  const config = yield* AppConfig
+  const subscription = yield* events.subscribe
+  const token = randomUUID()
+  const scope = yield* Effect.scope
+
+  const wake = yield* Latch.make(true)
+  const dirty = new Set<number>()
+  let companies = new Map<number, ReadonlyArray<number>>()
+  const integrationCompany = new Map<number, number>()
+  const results = yield* Queue.unbounded<AttemptResult>()
+
+  const refresh = Effect.gen(function*() {
+    const active = yield* repo.active
+    const next = new Map<number, Array<number>>()
+    integrationCompany.clear()
+    for (const i of active) {
+      next.set(i.company_id, [...(next.get(i.company_id) ?? []), i.id])
+      integrationCompany.set(i.id, i.company_id)
+      dirty.add(i.id)
+    }
+    companies = next
+    yield* Latch.open(wake)
+  })
+
+  const attempt = Effect.fnUntraced(function*(companyId: number, integrationId: number, claim: Claim, secrets: Secrets, d: ClaimedDelivery) {
+    const id = webhookId(d.event_id)
+    const body = envelope({ id, type: d.key, companyId, createdAt: d.created_at.toISOString(), dataJson: d.data })
+    const started = yield* Clock.currentTimeMillis
+    const sent = yield* Effect.result(outbound.request({
+      url: claim.settings.url,
+      headers: deliveryHeaders(claim.settings, secrets, id, Math.floor(started / 1000), body),
+      body,
+      timeoutMs: claim.settings.timeoutSeconds * 1000,
+      allowPrivate: config.webhookAllowPrivate
+    }))
+    const ended = yield* Clock.currentTimeMillis
+    const statusCode = Result.isSuccess(sent) ? sent.success.status : null
+    const ok = statusCode !== null && statusCode >= 200 && statusCode < 300
+    const gone = statusCode === 410
+    const number = d.attempts + 1
+    const retry = !ok && !gone && claim.settings.retryEnabled && number < claim.settings.maxAttempts
+    const wait = retry ? backoffMillis(number, yield* Random.next, config.webhookBackoffScale) : 0
+    yield* Queue.offer(results, {
+      deliveryId: d.id,
+      leaseToken: token,
+      companyId,
+      integrationId,
+      attempt: number,
+      ok,
+      gone,
+      statusCode,
+      durationMs: ended - started,
+      error: ok ? null : Result.isFailure(sent) ? sent.failure.message : `The receiver answered HTTP ${statusCode}.`,
+      eventKey: d.key,
+      webhookId: id,
+      at: new Date(ended),
+      nextAttemptAt: retry ? new Date(ended + wait) : null
+    })
+  })
+
+  const pumpOne = Effect.fnUntraced(function*(integrationId: number) {
+    const companyId = integrationCompany.get(integrationId)
+    if (companyId === undefined) return
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const scanned = yield* repo.materialize(companyOf(companyId), integrationId, batch, now)
+    if (scanned === batch) dirty.add(integrationId)
+    const claim = yield* repo.claim(companyOf(companyId), integrationId, now, config.webhookLeaseMarginMs, token)
+    if (claim === null || claim.deliveries.length === 0) return
+    const secrets = Option.getOrElse(credentials.decrypt(companyId, claim.secrets), () => ({})) as Secrets
+    for (const d of claim.deliveries) {
+      yield* Effect.forkIn(attempt(companyId, integrationId, claim, secrets, d).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("webhook attempt failed", cause))
+      ), scope)
+    }
+  })
+
+  // One round at a time: the latch is closed before the dirty set is read, so a wake-up during a
+  // round opens it again for the next.
+  yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+    yield* Latch.await(wake)
+    yield* Latch.close(wake)
+    const round = [...dirty]
+    dirty.clear()
+    yield* Effect.forEach(round, (id) =>
+      pumpOne(id).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook delivery round failed", cause))), {
+      concurrency: 4,
+      discard: true
+    })
+  })))
+
+  // Outcomes are written in batches; each frees its integration's slots for the next round.
+  yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+    const done = yield* Queue.takeBetween(results, 1, flushBatch)
+    yield* repo.record(done, new Date(yield* Clock.currentTimeMillis))
+    for (const r of done) dirty.add(r.integrationId)
+    yield* Latch.open(wake)
+  }).pipe(Effect.catchCause((cause) => Effect.logError("webhook outcomes not recorded; their leases will expire and they are retried", cause)))))
+
+  yield* Effect.forkScoped(Effect.forever(
+    PubSub.take(subscription).pipe(
+      Effect.flatMap((event) => {
+        for (const id of companies.get(event.company_id) ?? []) dirty.add(id)
+        return Latch.open(wake)
+      })
+    )
+  ))
+
+  let lastPrune = 0
+  yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+    yield* refresh
+    const now = yield* Clock.currentTimeMillis
+    if (now - lastPrune >= pruneEveryMs) {
+      lastPrune = now
+      yield* repo.prune(new Date(now - retention))
+    }
+  }).pipe(
+    Effect.catchCause((cause) => Effect.logWarning("webhook poll failed", cause)),
+    Effect.andThen(Effect.sleep(config.webhookPollMs))
+  )))
+})).pipe(Layer.provide([DeliveryRepo.layer, OutboundHttp.layer]))
