@@ -48,6 +48,7 @@ export default Effect.gen(function*() {
       UNIQUE (integration_id, event_id)
     )`
   yield* sql`CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (integration_id, next_attempt_at, id) WHERE state = 'pending'`
+  yield* sql`CREATE INDEX webhook_deliveries_leased_idx ON webhook_deliveries (integration_id) WHERE state = 'pending' AND lease_token IS NOT NULL`
   yield* sql`CREATE INDEX webhook_deliveries_finished_idx ON webhook_deliveries (finished_at) WHERE state <> 'pending'`
   yield* sql`
     CREATE TABLE integration_logs (
