@@ -77,7 +77,7 @@ describe("webhook delivery", () => {
       // A custom signature header carries the same Standard Webhooks signature.
       const other = r.received.find((x) => x.headers["x-crm-signature"] !== undefined)!
       assert.isUndefined(other.headers["webhook-signature"])
-      const mapped = { ...other.headers, "webhook-signature": other.headers["x-crm-signature"] } as Record<string, string>
+      const mapped = { ...other.headers, "webhook-signature": other.headers["x-crm-signature"] } as unknown as Record<string, string>
       assert.strictEqual((new Webhook(signingSecret).verify(other.body, mapped) as any).id, `evt_${event.id}`)
       assert.throws(() => new Webhook(`whsec_${Buffer.from("another-key-of-32-bytes-length!!").toString("base64")}`).verify(plain.body, plain.headers as any))
 
