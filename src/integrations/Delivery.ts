@@ -9,7 +9,9 @@ import type { Secrets } from "./Domain.ts"
 import { backoffMillis, deliveryHeaders, envelope, webhookId } from "./Signing.ts"
 
 /** Events read from the log per integration and round. */
-const batch = 1000
+const eventBatch = 1000
+/** Deliveries claimed per round: this many per concurrency slot, so a batch is this many requests deep. */
+const perSlot = 8
 /** Outcomes written per transaction. */
 const flushBatch = 500
 const retention = 30 * 24 * 3600_000
@@ -90,20 +92,36 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
+  // Integrations with a batch in progress on this runner; a batch runs at most `concurrency` requests at once.
+  const busy = new Set<number>()
+
   const pumpOne = Effect.fnUntraced(function*(integrationId: number) {
     const companyId = integrationCompany.get(integrationId)
-    if (companyId === undefined) return
-    const now = new Date(yield* Clock.currentTimeMillis)
-    const scanned = yield* repo.materialize(companyOf(companyId), integrationId, batch, now)
-    if (scanned === batch) dirty.add(integrationId)
-    const claim = yield* repo.claim(companyOf(companyId), integrationId, now, config.webhookLeaseMarginMs, token)
-    if (claim === null || claim.deliveries.length === 0) return
+    if (companyId === undefined || busy.has(integrationId)) return
+    const claim = yield* repo.claim(companyOf(companyId), integrationId, {
+      now: new Date(yield* Clock.currentTimeMillis),
+      eventBatch,
+      perSlot,
+      leaseMarginMs: config.webhookLeaseMarginMs,
+      token
+    })
+    if (claim === null) return
+    if (claim.scanned === eventBatch) dirty.add(integrationId)
+    if (claim.deliveries.length === 0) return
     const secrets = Option.getOrElse(credentials.decrypt(companyId, claim.secrets), () => ({})) as Secrets
-    for (const d of claim.deliveries) {
-      yield* Effect.forkIn(attempt(companyId, integrationId, claim, secrets, d).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("webhook attempt failed", cause))
-      ), scope)
-    }
+    busy.add(integrationId)
+    yield* Effect.forEach(
+      claim.deliveries,
+      (d) => attempt(companyId, integrationId, claim, secrets, d).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook attempt failed", cause))),
+      { concurrency: claim.settings.concurrency, discard: true }
+    ).pipe(
+      Effect.ensuring(Effect.suspend(() => {
+        busy.delete(integrationId)
+        dirty.add(integrationId)
+        return Latch.open(wake)
+      })),
+      Effect.forkIn(scope)
+    )
   })
 
   // One round at a time: the latch is closed before the dirty set is read, so a wake-up during a

@@ -21,6 +21,8 @@ export interface ClaimedDelivery {
 export interface Claim {
   readonly settings: WebhookSettings
   readonly secrets: Uint8Array
+  /** Events read from the log in this claim. */
+  readonly scanned: number
   readonly deliveries: ReadonlyArray<ClaimedDelivery>
 }
 
@@ -53,13 +55,19 @@ const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 export class DeliveryRepo extends Context.Service<DeliveryRepo, {
   readonly active: Effect.Effect<ReadonlyArray<ActiveIntegration>>
   /**
-   * Turns the next committed events after the integration's cursor into delivery rows (those it
-   * subscribes to and its channel filter lets through) and advances the cursor, in one statement.
-   * Answers how many events were read.
+   * One transaction: turns the next committed events after the integration's cursor into delivery
+   * rows (those it subscribes to and its channel filter lets through) and advances the cursor; then,
+   * unless another runner holds unexpired leases on the integration's deliveries, leases up to
+   * `limit` due ones to `token` until `ceil(limit / concurrency) × timeout + leaseMarginMs` from now.
+   * Null when the integration is not active.
    */
-  materialize(companyId: CompanyId, integrationId: number, batch: number, now: Date): Effect.Effect<number>
-  /** Leases due deliveries while fewer than `concurrency` of the integration's are leased (across runners). */
-  claim(companyId: CompanyId, integrationId: number, now: Date, leaseMarginMs: number, token: string): Effect.Effect<Claim | null>
+  claim(companyId: CompanyId, integrationId: number, options: {
+    readonly now: Date
+    readonly eventBatch: number
+    readonly perSlot: number
+    readonly leaseMarginMs: number
+    readonly token: string
+  }): Effect.Effect<Claim | null>
   record(results: ReadonlyArray<AttemptResult>, now: Date): Effect.Effect<void>
   prune(olderThan: Date): Effect.Effect<void>
 }>()("crm/integrations/DeliveryRepo") {
@@ -74,54 +82,71 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
         Effect.orDie
       )
 
-      const materialize = (companyId: CompanyId, integrationId: number, batch: number, now: Date) =>
-        sql<{ scanned: number }>`
-          WITH i AS (
-            SELECT id, company_id, cursor_seq, settings FROM integrations
-            WHERE company_id = ${companyId} AND id = ${integrationId} AND status = 'active' FOR UPDATE
-          ), ev AS (
-            SELECT e.id, e.seq, e.key, e.payload FROM events e, i
-            WHERE e.company_id = i.company_id AND e.seq > i.cursor_seq ORDER BY e.seq LIMIT ${batch}
-          ), ins AS (
-            INSERT INTO webhook_deliveries (company_id, integration_id, event_id, state, next_attempt_at, created_at)
-            SELECT i.company_id, i.id, ev.id, 'pending', ${now.toISOString()}::timestamptz, ${now.toISOString()}::timestamptz
-            FROM ev, i
-            WHERE (i.settings -> 'selectedEventKeys') @> to_jsonb(ev.key)
-              AND (i.settings ->> 'channelFilter' IS DISTINCT FROM 'selected'
-                OR jsonb_typeof(ev.payload -> 'channel_id') IS DISTINCT FROM 'number'
-                OR (i.settings -> 'channelIds') @> (ev.payload -> 'channel_id'))
-            ORDER BY ev.seq
-            ON CONFLICT (integration_id, event_id) DO NOTHING
-          ), moved AS (
-            UPDATE integrations SET cursor_seq = (SELECT max(seq) FROM ev)
-            WHERE id = ${integrationId} AND EXISTS (SELECT 1 FROM ev)
-          )
-          SELECT count(*)::int AS scanned FROM ev`.pipe(Effect.map((rows) => rows[0]?.scanned ?? 0), Effect.orDie)
-
-      const claim = (companyId: CompanyId, integrationId: number, now: Date, leaseMarginMs: number, token: string) =>
+      const claim = (companyId: CompanyId, integrationId: number, o: {
+        readonly now: Date
+        readonly eventBatch: number
+        readonly perSlot: number
+        readonly leaseMarginMs: number
+        readonly token: string
+      }) =>
         Effect.gen(function*() {
-          const found = yield* sql<{ settings: WebhookSettings; secrets: Uint8Array; leased: number }>`
-            SELECT settings, secrets,
-              (SELECT count(*)::int FROM webhook_deliveries
-               WHERE integration_id = ${integrationId} AND state = 'pending' AND lease_token IS NOT NULL
-                 AND lease_until > ${now.toISOString()}::timestamptz) AS leased
+          const now = o.now.toISOString()
+          // Neither outcome nor cursor is lost if this commit is: rows are re-made (ON CONFLICT) and
+          // leases re-taken. Outcomes (record) are written with the server's synchronous commit.
+          yield* sql`SET LOCAL synchronous_commit = off`
+          const found = yield* sql<{ settings: WebhookSettings; secrets: Uint8Array; foreign: boolean }>`
+            SELECT settings, secrets, EXISTS (
+                SELECT 1 FROM webhook_deliveries
+                WHERE integration_id = ${integrationId} AND state = 'pending' AND lease_token IS NOT NULL
+                  AND lease_token <> ${o.token} AND lease_until > ${now}::timestamptz
+              ) AS foreign
             FROM integrations WHERE company_id = ${companyId} AND id = ${integrationId} AND status = 'active' FOR UPDATE`
           if (found.length === 0) return null
-          const { leased, secrets, settings } = found[0]
-          const room = settings.concurrency - leased
-          if (room <= 0) return { settings, secrets, deliveries: [] }
-          const leaseUntil = new Date(now.getTime() + settings.timeoutSeconds * 1000 + leaseMarginMs).toISOString()
+          const { settings, secrets } = found[0]
+          const scanned = yield* sql<{ scanned: number }>`
+            WITH ev AS (
+              SELECT e.id, e.seq, e.key, e.payload FROM events e
+              WHERE e.company_id = ${companyId}
+                AND e.seq > (SELECT cursor_seq FROM integrations WHERE id = ${integrationId})
+              ORDER BY e.seq LIMIT ${o.eventBatch}
+            ), ins AS (
+              INSERT INTO webhook_deliveries (company_id, integration_id, event_id, state, next_attempt_at, created_at)
+              SELECT ${companyId}, ${integrationId}, ev.id, 'pending', ${now}::timestamptz, ${now}::timestamptz
+              FROM ev
+              WHERE ${JSON.stringify(settings.selectedEventKeys)}::jsonb @> to_jsonb(ev.key)
+                AND (${settings.channelFilter} <> 'selected'
+                  OR jsonb_typeof(ev.payload -> 'channel_id') IS DISTINCT FROM 'number'
+                  OR ${JSON.stringify(settings.channelIds)}::jsonb @> (ev.payload -> 'channel_id'))
+              ORDER BY ev.seq
+              ON CONFLICT (integration_id, event_id) DO NOTHING
+            ), moved AS (
+              UPDATE integrations SET cursor_seq = (SELECT max(seq) FROM ev)
+              WHERE id = ${integrationId} AND EXISTS (SELECT 1 FROM ev)
+            )
+            SELECT count(*)::int AS scanned FROM ev`
+          // Another runner is delivering for this integration: its requests count against the cap.
+          if (found[0].foreign) return { settings, secrets, scanned: scanned[0].scanned, deliveries: [] }
+          const limit = settings.concurrency * o.perSlot
+          const leaseMs = Math.ceil(limit / settings.concurrency) * settings.timeoutSeconds * 1000 + o.leaseMarginMs
+          const leaseUntil = new Date(o.now.getTime() + leaseMs).toISOString()
           const deliveries = yield* sql<ClaimedDelivery>`
             WITH picked AS (
               SELECT id FROM webhook_deliveries
-              WHERE integration_id = ${integrationId} AND state = 'pending' AND next_attempt_at <= ${now.toISOString()}::timestamptz
-                AND (lease_until IS NULL OR lease_until <= ${now.toISOString()}::timestamptz)
-              ORDER BY next_attempt_at, id LIMIT ${room} FOR UPDATE SKIP LOCKED
+              WHERE integration_id = ${integrationId} AND state = 'pending' AND next_attempt_at <= ${now}::timestamptz
+                AND (lease_until IS NULL OR lease_until <= ${now}::timestamptz)
+              ORDER BY next_attempt_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
             )
-            UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${token}
+            UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${o.token}
             FROM picked, events e WHERE d.id = picked.id AND e.id = d.event_id
             RETURNING d.id, d.event_id, d.attempts, e.key, e.created_at, e.payload::text AS data`
-          return { settings, secrets, deliveries: deliveries.map((d) => ({ ...d, id: Number(d.id), event_id: Number(d.event_id) })) }
+          return {
+            settings,
+            secrets,
+            scanned: scanned[0].scanned,
+            deliveries: deliveries
+              .map((d) => ({ ...d, id: Number(d.id), event_id: Number(d.event_id) }))
+              .sort((a, b) => a.id - b.id)
+          }
         }).pipe(sql.withTransaction, Effect.orDie)
 
       const record = (results: ReadonlyArray<AttemptResult>, now: Date) =>
@@ -232,7 +257,6 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
 
       return DeliveryRepo.of({
         active,
-        materialize,
         claim,
         // A deadlock or a dropped connection must not lose outcomes: an unrecorded success would be sent again.
         record: (results, now) =>

@@ -33,7 +33,7 @@ describe.runIf(process.env.DATABASE_URL)("webhook delivery across a kill -9", ()
       WEBHOOK_POLL_MS: "200",
       WEBHOOK_LEASE_MARGIN_MS: "1000"
     }
-    const first = await spawnServer("webhooks-1", env)
+    const first = await spawnServer("webhooks-1", env, { readyTimeoutMs: 90_000 })
     processes.push(first)
     // The first request never gets an answer before the crash; every later one is answered 200.
     receiver.respond = (_req, i) => (i === 0 ? { status: 200, delayMs: 120_000 } : { status: 200 })
@@ -53,7 +53,7 @@ describe.runIf(process.env.DATABASE_URL)("webhook delivery across a kill -9", ()
     process.kill(first.pid!, "SIGKILL")
     await first.stop(1_000)
 
-    const second = await spawnServer("webhooks-2", env)
+    const second = await spawnServer("webhooks-2", env, { readyTimeoutMs: 90_000 })
     processes.push(second)
     await waitFor("both events delivered", () => (receiver.received.length >= 3 ? true : undefined), 30_000)
     await sleep(1_500)
@@ -62,5 +62,5 @@ describe.runIf(process.env.DATABASE_URL)("webhook delivery across a kill -9", ()
     assert.strictEqual(receiver.received[0].headers["webhook-id"], receiver.received[1].headers["webhook-id"])
     const logs = await request(asTestServer(second), "GET", `/v1/integrations/${hook.id}/logs`, { token: company.token })
     assert.deepStrictEqual(logs.body.data.map((l: any) => [l.context.status, l.context.status_code]), [["delivered", 200], ["delivered", 200]])
-  }, 120_000)
+  }, 240_000)
 })
