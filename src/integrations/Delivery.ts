@@ -23,9 +23,13 @@ const pruneEveryMs = 10 * 60_000
  * another runner, carries on from the table. The event bus only wakes the worker early; a poll finds
  * due retries and anything a wake-up missed.
  *
- * A delivery is leased (token and expiry) before its request and finished only by the lease holder, so
- * once a 2xx is recorded it is never sent again; a runner that dies mid-attempt leaves a lease that
- * expires `timeoutSeconds + WEBHOOK_LEASE_MARGIN_MS` later, and the attempt is made again.
+ * Each round claims, per integration, up to `concurrency × 8` due deliveries in one transaction with
+ * the outbox step, and runs them at most `concurrency` at a time; while one runner holds unexpired
+ * leases on an integration no other runner claims for it, so the cap holds across runners. A lease
+ * (this runner's token, an expiry long enough for the whole batch plus WEBHOOK_LEASE_MARGIN_MS) is
+ * taken before the request and the outcome is written only by its holder: once a 2xx is recorded the
+ * delivery is never sent again. A runner that dies mid-batch leaves leases that expire, and those
+ * attempts are made again (at least once; exactly once after a recorded success).
  */
 export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   const events = yield* Events

@@ -152,7 +152,7 @@ export class IntegrationsRepo extends Context.Service<IntegrationsRepo, {
           if (reenabled) {
             yield* sql`
               UPDATE webhook_deliveries SET next_attempt_at = LEAST(next_attempt_at, ${now}::timestamptz)
-              WHERE integration_id = ${id} AND company_id = ${companyId} AND state = 'pending'`
+              WHERE integration_id = ${id} AND company_id = ${companyId} AND state = 'pending' AND lease_token IS NULL`
           }
           const rows = yield* sql<IntegrationRow>`
             UPDATE integrations SET name = ${p.name}, status = ${p.status}, settings = ${JSON.stringify(p.settings)}::jsonb,

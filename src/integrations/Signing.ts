@@ -58,7 +58,8 @@ export const deliveryHeaders = (
 
 /**
  * Seconds to wait after the n-th failed attempt (n from 1): 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h,
- * 6 h, 12 h, then 12 h again; about 23 h through the ninth retry, about 35 h with every one of 10.
+ * 6 h, 12 h, then 12 h again. The nine steps add up to 22.7 h, ten to 34.7 h (maxAttempts 11), about a
+ * day and a half; the default maxAttempts 8 retries for 4.7 h, the maximum 15 for 82.7 h.
  */
 export const backoffSchedule: ReadonlyArray<number> = [5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200]
 
