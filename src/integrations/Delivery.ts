@@ -48,13 +48,13 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   const results = yield* Queue.unbounded<AttemptResult>()
 
   const refresh = Effect.gen(function*() {
-    const active = yield* repo.active
+    const active = yield* repo.active(new Date(yield* Clock.currentTimeMillis))
     const next = new Map<number, Array<number>>()
     integrationCompany.clear()
     for (const i of active) {
       next.set(i.company_id, [...(next.get(i.company_id) ?? []), i.id])
       integrationCompany.set(i.id, i.company_id)
-      dirty.add(i.id)
+      if (i.work) dirty.add(i.id)
     }
     companies = next
     yield* Latch.open(wake)

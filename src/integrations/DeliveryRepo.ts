@@ -7,6 +7,8 @@ import type { WebhookSettings } from "./Domain.ts"
 export interface ActiveIntegration {
   readonly id: number
   readonly company_id: number
+  /** Events it has not read yet, or deliveries due and not leased. */
+  readonly work: boolean
 }
 
 export interface ClaimedDelivery {
@@ -53,7 +55,7 @@ const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 
 /** The delivery outbox: every statement runs for the worker, across companies, but names each row's company. */
 export class DeliveryRepo extends Context.Service<DeliveryRepo, {
-  readonly active: Effect.Effect<ReadonlyArray<ActiveIntegration>>
+  active(now: Date): Effect.Effect<ReadonlyArray<ActiveIntegration>>
   /**
    * One transaction: turns the next committed events after the integration's cursor into delivery
    * rows (those it subscribes to and its channel filter lets through) and advances the cursor; then,
@@ -77,10 +79,18 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
       const sql = yield* SqlClient.SqlClient
       const events = yield* Events
 
-      const active = sql<ActiveIntegration>`SELECT id, company_id FROM integrations WHERE status = 'active'`.pipe(
-        Effect.map((rows) => rows.map((r) => ({ id: Number(r.id), company_id: Number(r.company_id) }))),
-        Effect.orDie
-      )
+      const active = (now: Date) =>
+        sql<ActiveIntegration>`
+          SELECT i.id, i.company_id, (i.cursor_seq < c.event_seq OR EXISTS (
+              SELECT 1 FROM webhook_deliveries d
+              WHERE d.integration_id = i.id AND d.state = 'pending' AND d.next_attempt_at <= ${now.toISOString()}::timestamptz
+                AND (d.lease_until IS NULL OR d.lease_until <= ${now.toISOString()}::timestamptz)
+            )) AS work
+          FROM integrations i JOIN companies c ON c.id = i.company_id
+          WHERE i.status = 'active'`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ id: Number(r.id), company_id: Number(r.company_id), work: r.work }))),
+          Effect.orDie
+        )
 
       const claim = (companyId: CompanyId, integrationId: number, o: {
         readonly now: Date
