@@ -189,7 +189,7 @@ const main = async () => {
   } finally {
     await app.stop()
     await rx.close()
-    await db.drop()
+    await db.drop().catch((error) => console.error("could not drop the bench database", error))
   }
 }
 
