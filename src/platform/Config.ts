@@ -55,7 +55,7 @@ export interface AppConfigShape {
   readonly webhookAllowPrivate: boolean
   /** Multiplies the retry schedule (tests shrink it; 1 in production). */
   readonly webhookBackoffScale: number
-  /** A claimed delivery is re-offered this long after its request's timeout when its runner died mid-attempt. */
+  /** Added to a claimed batch's lease (its depth × timeoutSeconds): how much later a dead runner's deliveries are offered again. */
   readonly webhookLeaseMarginMs: number
   /** How often the delivery worker looks for due retries and missed events without a wake-up. */
   readonly webhookPollMs: number
