@@ -60,17 +60,20 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
     yield* Latch.open(wake)
   })
 
-  const attempt = Effect.fnUntraced(function*(companyId: number, integrationId: number, claim: Claim, secrets: Secrets, d: ClaimedDelivery) {
+  const attempt = Effect.fnUntraced(function*(companyId: number, integrationId: number, claim: Claim, secrets: Secrets | null, d: ClaimedDelivery) {
     const id = webhookId(d.event_id)
     const body = envelope({ id, type: d.key, companyId, createdAt: d.created_at.toISOString(), dataJson: d.data })
     const started = yield* Clock.currentTimeMillis
-    const sent = yield* Effect.result(outbound.request({
-      url: claim.settings.url,
-      headers: deliveryHeaders(claim.settings, secrets, id, Math.floor(started / 1000), body),
-      body,
-      timeoutMs: claim.settings.timeoutSeconds * 1000,
-      allowPrivate: config.webhookAllowPrivate
-    }))
+    // Never sent unsigned: secrets that no longer decrypt (APP_KEY changed) fail the attempt until rotated.
+    const sent = secrets === null
+      ? Result.fail({ message: "The integration's secrets could not be decrypted; set them again (PATCH secrets)." })
+      : yield* Effect.result(outbound.request({
+        url: claim.settings.url,
+        headers: deliveryHeaders(claim.settings, secrets, id, Math.floor(started / 1000), body),
+        body,
+        timeoutMs: claim.settings.timeoutSeconds * 1000,
+        allowPrivate: config.webhookAllowPrivate
+      }))
     const ended = yield* Clock.currentTimeMillis
     const statusCode = Result.isSuccess(sent) ? sent.success.status : null
     const ok = statusCode !== null && statusCode >= 200 && statusCode < 300
@@ -112,7 +115,7 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
     if (claim === null) return
     if (claim.scanned === eventBatch) dirty.add(integrationId)
     if (claim.deliveries.length === 0) return
-    const secrets = Option.getOrElse(credentials.decrypt(companyId, claim.secrets), () => ({})) as Secrets
+    const secrets = Option.getOrNull(credentials.decrypt(companyId, claim.secrets)) as Secrets | null
     busy.add(integrationId)
     yield* Effect.forEach(
       claim.deliveries,

@@ -303,6 +303,24 @@ describe("webhook delivery", () => {
     }
   })
 
+  it("never sends unsigned: secrets that do not decrypt fail the attempt with the reason", async () => {
+    const r = await fresh()
+    try {
+      const company = await createCompany(server)
+      const hook = await createWebhook(server, company.token, webhookBody(r.url, { retryEnabled: false }))
+      await query(server, "UPDATE integrations SET secrets = '\\x00'::bytea WHERE id = $1", [hook.id])
+      await emitEvent(server, company.id, "message.created", { n: 1 })
+      const health = await waitFor("a failed attempt", async () => {
+        const h = (await integration(company.token, hook.id)).health
+        return h.consecutive_failures === 1 ? h : undefined
+      })
+      assert.match(health.last_error, /could not be decrypted/)
+      assert.strictEqual(r.received.length, 0)
+    } finally {
+      await r.close()
+    }
+  })
+
   it("keeps logs and finished deliveries for 30 days", async () => {
     const company = await createCompany(server)
     const hook = await createWebhook(server, company.token, webhookBody("https://hooks.example.test/x"))
