@@ -14,6 +14,7 @@ import _0015_user_photos from "./0015_user_photos.ts"
 import _0016_event_sequencer from "./0016_event_sequencer.ts"
 import _0040_deals from "./0040_deals.ts"
 import _0041_deals_board from "./0041_deals_board.ts"
+import _0050_integrations from "./0050_integrations.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -32,5 +33,6 @@ export const migrations = {
   "0015_user_photos": _0015_user_photos,
   "0016_event_sequencer": _0016_event_sequencer,
   "0040_deals": _0040_deals,
-  "0041_deals_board": _0041_deals_board
+  "0041_deals_board": _0041_deals_board,
+  "0050_integrations": _0050_integrations
 }

@@ -12,6 +12,7 @@ import { StickerFilesApi, StickersApi } from "./stickers/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
 import { EventsApi } from "./events/Api.ts"
+import { IntegrationsApi } from "./integrations/Api.ts"
 import { InvitationsApi } from "./invitations/Api.ts"
 import { MeApi } from "./me/Api.ts"
 import { MembersApi } from "./members/Api.ts"
@@ -49,6 +50,7 @@ export class Api extends HttpApi.make("crm")
   .add(StickerFilesApi)
   .add(UserPhotosApi)
   .add(...DealsGroups)
+  .add(IntegrationsApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

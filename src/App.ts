@@ -23,6 +23,7 @@ import { Sms } from "./platform/Sms.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
 import { SqlLayer } from "./platform/Sql.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
+import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
 import { Pbx } from "./telephony/Pbx.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
 
@@ -48,6 +49,7 @@ export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
+    Layer.provideMerge(WebhookDeliveryLayer),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),

@@ -10,6 +10,7 @@ import { AuthRepo } from "./auth/Repo.ts"
 import { ChannelsHttp, HooksHttp } from "./channels/Http.ts"
 import { ConversationsHttp } from "./conversations/Http.ts"
 import { EventsHttp } from "./events/Http.ts"
+import { IntegrationsHttp } from "./integrations/Http.ts"
 import { InvitationsHttp } from "./invitations/Http.ts"
 import { MeHttp } from "./me/Http.ts"
 import { MessagesHttp } from "./messages/Http.ts"
@@ -81,7 +82,8 @@ const Handlers = Layer.mergeAll(
   StickersHttp,
   StickerFilesHttp,
   UserPhotosHttp,
-  DealsHttp
+  DealsHttp,
+  IntegrationsHttp
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer]),
   Layer.provide(Inbound.layer),

@@ -76,5 +76,12 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "deals",
     "deal_task",
     "A deal task's reminder time came (sent to the assignee's private-user channel)."
+  ),
+  entry(
+    "integration.disabled",
+    "Integration disabled",
+    "integrations",
+    "integration",
+    "A webhook integration was disabled: its receiver answered 410 Gone, or 100 deliveries in a row failed over at least 24 hours."
   )
 ]

@@ -49,6 +49,16 @@ export interface AppConfigShape {
   readonly providerTimeoutMs: number
   /** Contact photos from linked accounts' picture URLs: private and loopback hosts are refused unless set (tests, closed networks). */
   readonly photoFetchAllowPrivate: boolean
+  /** Webhook URLs may be plain http (closed networks, tests); otherwise https only. */
+  readonly webhookAllowHttp: boolean
+  /** Webhook deliveries may reach loopback and private addresses (tests, closed networks). */
+  readonly webhookAllowPrivate: boolean
+  /** Multiplies the retry schedule (tests shrink it; 1 in production). */
+  readonly webhookBackoffScale: number
+  /** Added to a claimed batch's lease (its depth × timeoutSeconds): how much later a dead runner's deliveries are offered again. */
+  readonly webhookLeaseMarginMs: number
+  /** How often the delivery worker looks for due retries and missed events without a wake-up. */
+  readonly webhookPollMs: number
 }
 
 const config = Config.all({
@@ -89,7 +99,12 @@ const config = Config.all({
   telegramApiBase: Config.String("TELEGRAM_API_BASE").pipe(Config.withDefault("https://api.telegram.org")),
   whatsappApiBase: Config.String("WHATSAPP_API_BASE").pipe(Config.withDefault("https://graph.facebook.com/v21.0")),
   providerTimeoutMs: Config.Int("PROVIDER_TIMEOUT_MS").pipe(Config.withDefault(10_000)),
-  photoFetchAllowPrivate: Config.Boolean("PHOTO_FETCH_ALLOW_PRIVATE").pipe(Config.withDefault(false))
+  photoFetchAllowPrivate: Config.Boolean("PHOTO_FETCH_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  webhookAllowHttp: Config.Boolean("WEBHOOK_ALLOW_HTTP").pipe(Config.withDefault(false)),
+  webhookAllowPrivate: Config.Boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+  webhookBackoffScale: Config.Number("WEBHOOK_BACKOFF_SCALE").pipe(Config.withDefault(1)),
+  webhookLeaseMarginMs: Config.Int("WEBHOOK_LEASE_MARGIN_MS").pipe(Config.withDefault(30_000)),
+  webhookPollMs: Config.Int("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {

@@ -1,0 +1,73 @@
+import { createHmac, randomBytes } from "node:crypto"
+import type { Secrets, WebhookSettings } from "./Domain.ts"
+
+/** Standard Webhooks keys: `whsec_` and the base64 of 24 to 64 random bytes. */
+export const generateSigningSecret = (): string => `whsec_${randomBytes(32).toString("base64")}`
+
+export const isSigningSecret = (value: string): boolean => {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(value)
+  if (match === null) return false
+  const bytes = Buffer.from(match[1], "base64").length
+  return bytes >= 24 && bytes <= 64
+}
+
+/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, keyed by the secret's decoded bytes. */
+export const sign = (secret: string, id: string, timestampSeconds: number, body: string): string => {
+  const key = Buffer.from(secret.slice("whsec_".length), "base64")
+  return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`
+}
+
+/** The `webhook-id` of an event: stable across retries, the same for every integration it reaches. */
+export const webhookId = (eventId: number | string) => `evt_${eventId}`
+
+/** The body: the event envelope. `data` is spliced in as stored, so retries send the same bytes. */
+export const envelope = (event: {
+  readonly id: string
+  readonly type: string
+  readonly companyId: number
+  readonly createdAt: string
+  readonly dataJson: string
+}): string =>
+  `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"company_id":${event.companyId},"created_at":${
+    JSON.stringify(event.createdAt)
+  },"data":${event.dataJson}}`
+
+export const deliveryHeaders = (
+  settings: Pick<WebhookSettings, "signatureHeader" | "authType">,
+  secrets: Secrets,
+  id: string,
+  timestampSeconds: number,
+  body: string
+): Record<string, string> => {
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    "user-agent": "crm-webhooks/1",
+    "webhook-id": id,
+    "webhook-timestamp": String(timestampSeconds)
+  }
+  if (secrets.signingSecret !== undefined) {
+    headers[settings.signatureHeader.toLowerCase()] = sign(secrets.signingSecret, id, timestampSeconds, body)
+  }
+  if (settings.authType === "bearer" && secrets.bearerToken !== undefined) {
+    headers.authorization = `Bearer ${secrets.bearerToken}`
+  } else if (settings.authType === "basic" && secrets.basicUsername !== undefined && secrets.basicPassword !== undefined) {
+    headers.authorization = `Basic ${Buffer.from(`${secrets.basicUsername}:${secrets.basicPassword}`).toString("base64")}`
+  }
+  return headers
+}
+
+/**
+ * Seconds to wait after the n-th failed attempt (n from 1): 5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 3 h,
+ * 6 h, 12 h, then 12 h again. The nine steps add up to 22.7 h, ten to 34.7 h (maxAttempts 11), about a
+ * day and a half; the default maxAttempts 8 retries for 4.7 h, the maximum 15 for 82.7 h.
+ */
+export const backoffSchedule: ReadonlyArray<number> = [5, 30, 120, 600, 1800, 3600, 10800, 21600, 43200]
+
+/**
+ * The wait after the n-th failure in milliseconds: the schedule's step with ±20% jitter (`random` in
+ * [0, 1)), so receivers coming back from an outage are not hit by every sender in the same second.
+ */
+export const backoffMillis = (failedAttempt: number, random: number, scale = 1): number => {
+  const step = backoffSchedule[Math.min(Math.max(failedAttempt, 1), backoffSchedule.length) - 1]
+  return Math.round(step * 1000 * scale * (0.8 + 0.4 * random))
+}
