@@ -29,7 +29,7 @@ export const jobKind = <P, Pr = never>(name: string, options: {
   readonly concurrency?: number
   readonly lease?: Duration.Input
   readonly maxAttempts?: number
-  readonly retryDelay?: (attempt: number) => Duration.Duration
+  readonly retryDelay?: (attempt: number) => Duration.Input
 }): JobKind<P, Pr> => ({
   name,
   payload: options.payload,
@@ -37,7 +37,10 @@ export const jobKind = <P, Pr = never>(name: string, options: {
   concurrency: options.concurrency ?? Number.POSITIVE_INFINITY,
   lease: Duration.fromInputUnsafe(options.lease ?? "60 seconds"),
   maxAttempts: options.maxAttempts ?? 5,
-  retryDelay: options.retryDelay ?? ((attempt) => Duration.seconds(Math.min(30 * 2 ** (attempt - 1), 3600)))
+  retryDelay: (attempt) =>
+    options.retryDelay !== undefined
+      ? Duration.fromInputUnsafe(options.retryDelay(attempt))
+      : Duration.seconds(Math.min(30 * 2 ** (attempt - 1), 3600))
 })
 
 /** One claimed job, as its handler sees it. Every write checks the lease, so a runner that lost it stops at its next step. */
