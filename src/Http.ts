@@ -22,16 +22,11 @@ import { Media } from "./media/Media.ts"
 import { Inbound } from "./messages/Inbound.ts"
 import { Messages } from "./messages/Messages.ts"
 import { SearchHttp } from "./search/Http.ts"
-import { ContactBlocking } from "./contacts/Blocking.ts"
-import { Contacts } from "./contacts/Contacts.ts"
 import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
-import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
 import { Search } from "./search/Search.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
-import { StickerImports } from "./stickers/Imports.ts"
-import { Stickers } from "./stickers/Stickers.ts"
 import { Me } from "./me/Me.ts"
 import { NotificationsHttp } from "./notifications/Http.ts"
 import { MembersHttp } from "./members/Http.ts"
@@ -46,7 +41,6 @@ import { Telephony } from "./telephony/Telephony.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { Teams } from "./teams/Teams.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
-import { UserPhotos } from "./users/Photos.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -68,9 +62,9 @@ const HealthRoutes = Layer.mergeAll(
 const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
   Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
-  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),
-  Layer.provide(Media.layer),
-  Layer.provide(StickerImports.layer.pipe(Layer.provideMerge(Stickers.layer))),
+  // Hooks reads call-permission answers and Messages resolves attachments; the contacts, media, stickers and
+  // users handlers provide their own services.
+  Layer.provide([ContactEligibility.layer, Media.layer]),
   Layer.provide(AuthRepo.layer)
 )
 
