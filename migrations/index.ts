@@ -15,6 +15,7 @@ import _0016_event_sequencer from "./0016_event_sequencer.ts"
 import _0040_deals from "./0040_deals.ts"
 import _0041_deals_board from "./0041_deals_board.ts"
 import _0050_integrations from "./0050_integrations.ts"
+import _0026_jobs from "./0026_jobs.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -34,5 +35,6 @@ export const migrations = {
   "0016_event_sequencer": _0016_event_sequencer,
   "0040_deals": _0040_deals,
   "0041_deals_board": _0041_deals_board,
-  "0050_integrations": _0050_integrations
+  "0050_integrations": _0050_integrations,
+  "0026_jobs": _0026_jobs
 }

@@ -12,6 +12,7 @@ import { Passwords } from "./auth/Passwords.ts"
 import { ChannelsLayer } from "./channels/Channels.ts"
 import { Tokens } from "./auth/Tokens.ts"
 import { Events } from "./events/Events.ts"
+import { BackgroundLayer } from "./Background.ts"
 import { Routes } from "./Http.ts"
 import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
 import { LoggingLayer } from "./platform/Logging.ts"
@@ -20,10 +21,10 @@ import { Imaging } from "./platform/files/Imaging.ts"
 import { SignedUrls } from "./platform/files/SignedUrls.ts"
 import { Mailer } from "./platform/Mail.ts"
 import { Sms } from "./platform/Sms.ts"
+import { Jobs } from "./platform/Jobs.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
 import { SqlLayer } from "./platform/Sql.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
-import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
 import { Pbx } from "./telephony/Pbx.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
 
@@ -33,7 +34,7 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
+const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
   Layer.provideMerge(Cluster)
 )
 
@@ -47,9 +48,9 @@ const Server = Layer.unwrap(Effect.gen(function*() {
 
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
+    Layer.provideMerge(BackgroundLayer),
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
-    Layer.provideMerge(WebhookDeliveryLayer),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),

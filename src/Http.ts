@@ -18,16 +18,11 @@ import { SignedMediaHttp, UploadsHttp } from "./media/Http.ts"
 import { Media } from "./media/Media.ts"
 import { Inbound } from "./messages/Inbound.ts"
 import { SearchHttp } from "./search/Http.ts"
-import { ContactBlocking } from "./contacts/Blocking.ts"
-import { Contacts } from "./contacts/Contacts.ts"
 import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
-import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
 import { DealsHttp } from "./deals/Http.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
-import { StickerImports } from "./stickers/Imports.ts"
-import { Stickers } from "./stickers/Stickers.ts"
 import { NotificationsHttp } from "./notifications/Http.ts"
 import { MembersHttp } from "./members/Http.ts"
 import { PlatformHttp } from "./platform-admin/Http.ts"
@@ -37,7 +32,6 @@ import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
-import { UserPhotos } from "./users/Photos.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -87,9 +81,9 @@ const Handlers = Layer.mergeAll(
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer]),
   Layer.provide(Inbound.layer),
-  Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),
-  Layer.provide(Media.layer),
-  Layer.provide(StickerImports.layer.pipe(Layer.provideMerge(Stickers.layer))),
+  // Hooks reads call-permission answers and Messages resolves attachments; the contacts, media, stickers and
+  // users handlers provide their own services.
+  Layer.provide([ContactEligibility.layer, Media.layer]),
   Layer.provide(AuthRepo.layer)
 )
 

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, BadGateway, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { Paged } from "../platform/Pagination.ts"
 import {
@@ -27,16 +28,14 @@ import {
 import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts"
 
 const Params = { contact: ContactId }
-const One = Schema.Struct({ data: Contact })
-const OptOutResult = Schema.Struct({
-  data: Schema.Struct({ message: Schema.String, contact_id: Schema.Int, opted_out_at: Schema.NullOr(Schema.String) })
-})
+const One = Data(Contact)
+const OptOutResult = Data(Schema.Struct({ message: Schema.String, contact_id: Schema.Int, opted_out_at: Schema.NullOr(Schema.String) }))
 
 export class ContactsApi extends HttpApiGroup.make("contacts")
   .add(
     HttpApiEndpoint.get("list", "/v1/contacts", {
       query: ListQuery,
-      success: Schema.Struct({ data: Paged(Contact) }),
+      success: Data(Paged(Contact)),
       error: [...AuthErrors, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "`statuses[]` filters by `active` and `inactive` only (`lead` is 422). `search` matches names, company, " +
@@ -45,18 +44,18 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     })),
     HttpApiEndpoint.get("lookup", "/v1/contacts/lookup", {
       query: LookupQuery,
-      success: Schema.Struct({ data: Schema.Array(Contact) }),
+      success: Data(Schema.Array(Contact)),
       error: [...AuthErrors, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Up to 20 contacts whose phones (by digits, 3 or more), account external ids or usernames contain `q`, newest first."
     })),
     HttpApiEndpoint.get("channelOptions", "/v1/contacts/channel-options", {
-      success: Schema.Struct({ data: Schema.Array(ChannelOption) }),
+      success: Data(Schema.Array(ChannelOption)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("resolveIdentifiers", "/v1/contacts/resolve-identifiers", {
       payload: ResolveIdentifiers,
-      success: Schema.Struct({ data: Schema.Array(ResolvedIdentifier) }),
+      success: Data(Schema.Array(ResolvedIdentifier)),
       error: [...AuthErrors, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "`{identifiers:[{phone?, username?, external_id?, channel_type?}]}` (1-500) → `data[{identifier, contact_id}]` in " +
@@ -91,7 +90,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     })),
     HttpApiEndpoint.delete("delete", "/v1/contacts/:contact", {
       params: Params,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String }) }),
+      success: Data(Schema.Struct({ message: Schema.String })),
       error: [...AuthErrors, NotFound]
     }).annotateMerge(OpenApi.annotations({
       description: "Soft delete (permission contact.delete). The contact's conversations stay; its linked accounts are released, " +
@@ -100,7 +99,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     HttpApiEndpoint.post("merge", "/v1/contacts/:contact/merge", {
       params: Params,
       payload: MergeContact,
-      success: Schema.Struct({ data: MergeResult }),
+      success: Data(MergeResult),
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Moves this contact's conversation (threads and messages), accounts, tags, new phones and e-mails into " +
@@ -126,7 +125,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     }),
     HttpApiEndpoint.get("blockPreview", "/v1/contacts/:contact/block-preview", {
       params: Params,
-      success: Schema.Struct({ data: BlockPreview }),
+      success: Data(BlockPreview),
       error: [...AuthErrors, NotFound]
     }).annotateMerge(OpenApi.annotations({
       description: "The msgr_a and msgr_a_business channels that have a thread with the contact and would get a provider block; " +
@@ -135,7 +134,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     HttpApiEndpoint.post("block", "/v1/contacts/:contact/block", {
       params: Params,
       payload: [Schema.Null, BlockContact],
-      success: Schema.Struct({ data: BlockResult }),
+      success: Data(BlockResult),
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Blocks locally first, then at the provider on every channel of the preview (best effort; failures in " +
@@ -144,13 +143,13 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     })),
     HttpApiEndpoint.post("unblock", "/v1/contacts/:contact/unblock", {
       params: Params,
-      success: Schema.Struct({ data: BlockResult }),
+      success: Data(BlockResult),
       error: [...AuthErrors, NotFound]
     }),
     HttpApiEndpoint.get("outboundEligibility", "/v1/contacts/:contact/outbound-eligibility", {
       params: Params,
       query: EligibilityQuery,
-      success: Schema.Struct({ data: Schema.Struct({ eligibility: Eligibility }) }),
+      success: Data(Schema.Struct({ eligibility: Eligibility })),
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Only when the company has telephony (404 otherwise). `channel_id`: a messenger channel, or `sip` (the default) " +
@@ -160,7 +159,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
     HttpApiEndpoint.post("requestCallPermission", "/v1/contacts/:contact/call-permission/request", {
       params: Params,
       payload: CallPermissionRequest,
-      success: Schema.Struct({ data: Schema.Struct({ eligibility: Eligibility }) }),
+      success: Data(Schema.Struct({ eligibility: Eligibility })),
       error: [...AuthErrors, NotFound, Unprocessable, CallPermissionLimit, BadGateway]
     }).annotateMerge(OpenApi.annotations({
       description: "Only when the company has telephony (404 otherwise); msgr_a_business channels. Sends the provider's " +

@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { type LoggedRule, RateLimiter } from "../platform/RateLimiter.ts"
-import { CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { type CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Credentials } from "../providers/Credentials.ts"
 import { Providers } from "../providers/Provider.ts"
 import { channelRules } from "../providers/Domain.ts"
@@ -57,11 +57,11 @@ export class ContactBlocking extends Context.Service<ContactBlocking, {
       const providers = yield* Providers
       const limiter = yield* RateLimiter
 
-      const throttle = (companyId: number, contactId: number) =>
+      const throttle = (companyId: CompanyId, contactId: number) =>
         limiter.enforceLogged(companyId, blockLog, String(contactId), blockRules)
 
       /** One call per distinct recipient of the channel; the channel's first failure is its outcome. */
-      const propagate = (companyId: number, targets: ReadonlyArray<BlockTarget>, operation: "block" | "unblock") =>
+      const propagate = (companyId: CompanyId, targets: ReadonlyArray<BlockTarget>, operation: "block" | "unblock") =>
         Effect.forEach(byChannel(targets), (entry) =>
           Effect.gen(function*() {
             const context = channelContext(credentials, companyId, {

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { type CompanyId, type CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { ChannelTypes } from "../providers/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
@@ -153,12 +153,12 @@ export class Contacts extends Context.Service<Contacts, {
       const transact = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", (e) => Effect.die(e)))
 
-      const load = Effect.fnUntraced(function*(companyId: number, id: number) {
+      const load = Effect.fnUntraced(function*(companyId: CompanyId, id: number) {
         return view(Option.getOrThrow(yield* repo.find(companyId, id)))
       })
 
       /** `photo_media_id` as the photo columns: absent keeps, null clears, an id must be an image upload. */
-      const photoOf = Effect.fnUntraced(function*(companyId: number, mediaId: number | null | undefined) {
+      const photoOf = Effect.fnUntraced(function*(companyId: CompanyId, mediaId: number | null | undefined) {
         if (mediaId === undefined) return {}
         if (mediaId === null) return { photo_path: null, photo_mime_type: null }
         const media = yield* repo.mediaImage(companyId, mediaId)

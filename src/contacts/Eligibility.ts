@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { CurrentActor, currentCompany, requirePermission } from "../auth/Domain.ts"
+import { CompanyId, CurrentActor, currentCompany, requirePermission } from "../auth/Domain.ts"
 import { Credentials } from "../providers/Credentials.ts"
 import { type CallPermissionReply, type ChannelContext, Providers } from "../providers/Provider.ts"
 import { channelRules } from "../providers/Domain.ts"
@@ -11,7 +11,8 @@ import { addResponseHeaders } from "../platform/HttpKernel.ts"
 import { ChannelAccess } from "../auth/ChannelAccess.ts"
 import { contactNotFound } from "./Contacts.ts"
 import { CallPermissionLimit, type Eligibility } from "./Domain.ts"
-import { type ChannelRef, type ContactRow, ContactsRepo, type PermissionRequestRow } from "./Repo.ts"
+import { type ChannelRef, EligibilityRepo, type PermissionRequestRow } from "./EligibilityRepo.ts"
+import { type ContactRow, ContactsRepo } from "./Repo.ts"
 
 const hour = 3_600_000
 const day = 24 * hour
@@ -114,7 +115,8 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
   static readonly layerNoDeps = Layer.effect(
     ContactEligibility,
     Effect.gen(function*() {
-      const repo = yield* ContactsRepo
+      const contacts = yield* ContactsRepo
+      const repo = yield* EligibilityRepo
       const access = yield* ChannelAccess
       const sql = yield* SqlClient.SqlClient
       const credentials = yield* Credentials
@@ -128,7 +130,7 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
         return yield* requirePermission(permission)
       })
 
-      const visibleChannel = Effect.fnUntraced(function*(companyId: number, channelId: number) {
+      const visibleChannel = Effect.fnUntraced(function*(companyId: CompanyId, channelId: number) {
         const actor = yield* CurrentActor
         const channel = yield* repo.channel(companyId, channelId)
         if (Option.isNone(channel) || !(yield* access.canSee(companyId, actor, channelId))) return yield* channelNotFound()
@@ -149,12 +151,12 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
         }
       })
 
-      const stateOf = Effect.fnUntraced(function*(companyId: number, contactId: number, channelId: number) {
+      const stateOf = Effect.fnUntraced(function*(companyId: CompanyId, contactId: number, channelId: number) {
         const now = yield* Clock.currentTimeMillis
         return callState(yield* repo.permissionRequests(companyId, contactId, channelId, new Date(now - callPermission.validMs)), now)
       })
 
-      const compute = Effect.fnUntraced(function*(companyId: number, contact: ContactRow, channel: ChannelRef) {
+      const compute = Effect.fnUntraced(function*(companyId: CompanyId, contact: ContactRow, channel: ChannelRef) {
         const now = yield* Clock.currentTimeMillis
         const types = yield* repo.accountTypes(companyId, contact.id)
         const hasMsgrA = types.has("msgr_a") || types.has("msgr_a_business")
@@ -201,7 +203,7 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
       })
 
       const stateChanged = (
-        companyId: number,
+        companyId: CompanyId,
         contactId: number,
         channelId: number,
         before: CallState,
@@ -223,7 +225,7 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
 
       const eligibility = Effect.fn("ContactEligibility.eligibility")(function*(id: number, channelId: number | "sip" | undefined) {
         const company = yield* telephonyRoute(`v1/contacts/${id}/outbound-eligibility`, "contact.view")
-        const contact = yield* repo.exists(company.id, id)
+        const contact = yield* contacts.exists(company.id, id)
         if (Option.isNone(contact)) return yield* contactNotFound()
         if (channelId === undefined || channelId === "sip") {
           const types = yield* repo.accountTypes(company.id, id)
@@ -242,7 +244,7 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
         const company = yield* telephonyRoute(`v1/contacts/${id}/call-permission/request`, "conversation.create")
         const actor = yield* CurrentActor
         const reserved = yield* Effect.gen(function*() {
-          const contact = yield* repo.exists(company.id, id, true)
+          const contact = yield* contacts.exists(company.id, id, true)
           if (Option.isNone(contact)) return yield* contactNotFound()
           const channel = yield* visibleChannel(company.id, channelId)
           if (!channelRules[channel.type].callPermission) {
@@ -288,7 +290,7 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
             return yield* new BadGateway({ message: `The messaging provider refused the call-permission request (${e.code}): ${e.message}` })
           }
           const after = yield* Effect.gen(function*() {
-            const contact = yield* repo.exists(company.id, id, true)
+            const contact = yield* contacts.exists(company.id, id, true)
             // The request went out, so it is recorded even when the contact was deleted or merged meanwhile.
             yield* repo.confirmPermissionRequest(company.id, requestId, sent.success.externalMessageId)
             if (Option.isNone(contact)) return Option.none()
@@ -304,11 +306,11 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
 
       const recordReply = Effect.fn("ContactEligibility.recordReply")(function*(channel: ChannelContext, reply: CallPermissionReply) {
         if (!channelRules[channel.type].callPermission) return Option.none()
-        const companyId = channel.companyId
+        const companyId = CompanyId.make(channel.companyId)
         return yield* Effect.gen(function*() {
           const contactId = yield* repo.accountContact(companyId, channel.type, reply.from)
           if (Option.isNone(contactId)) return Option.none()
-          const contact = yield* repo.exists(companyId, contactId.value, true)
+          const contact = yield* contacts.exists(companyId, contactId.value, true)
           if (Option.isNone(contact)) return Option.none()
           const id = contact.value.id
           const now = yield* Clock.currentTimeMillis
@@ -354,5 +356,5 @@ export class ContactEligibility extends Context.Service<ContactEligibility, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide(ContactsRepo.layer))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([ContactsRepo.layer, EligibilityRepo.layer]))
 }

@@ -1,6 +1,8 @@
-import { Effect, Option } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { Api } from "../Api.ts"
+import { CompanyId } from "../auth/Domain.ts"
+import { data } from "../platform/Envelope.ts"
 import { ContactBlocking } from "./Blocking.ts"
 import { Contacts } from "./Contacts.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
@@ -19,44 +21,40 @@ export const ContactsHttp = HttpApiBuilder.group(Api, "contacts", Effect.fn(func
   const blocking = yield* ContactBlocking
   const eligibility = yield* ContactEligibility
   const optOut = (id: number, optedOut: boolean) =>
-    Effect.map(contacts.setOptOut(id, optedOut), (r) => ({
-      data: {
-        message: optOutMessages[`${optedOut}`][r.changed ? "changed" : "same"],
-        contact_id: id,
-        opted_out_at: r.opted_out_at
-      }
-    }))
+    data(Effect.map(contacts.setOptOut(id, optedOut), (r) => ({
+      message: optOutMessages[`${optedOut}`][r.changed ? "changed" : "same"],
+      contact_id: id,
+      opted_out_at: r.opted_out_at
+    })))
   return handlers
-    .handle("list", ({ query }) => Effect.map(contacts.list(query), (data) => ({ data })))
-    .handle("lookup", ({ query }) => Effect.map(contacts.lookup(query.q), (data) => ({ data })))
-    .handle("channelOptions", () => Effect.map(contacts.channelOptions, (data) => ({ data })))
-    .handle("resolveIdentifiers", ({ payload }) => Effect.map(contacts.resolve(payload), (data) => ({ data })))
-    .handle("get", ({ params }) => Effect.map(contacts.get(params.contact), (data) => ({ data })))
-    .handle("create", ({ payload }) => Effect.map(contacts.create(payload), (data) => ({ data })))
-    .handle("update", ({ params, payload }) => Effect.map(contacts.update(params.contact, payload), (data) => ({ data })))
+    .handle("list", ({ query }) => data(contacts.list(query)))
+    .handle("lookup", ({ query }) => data(contacts.lookup(query.q)))
+    .handle("channelOptions", () => data(contacts.channelOptions))
+    .handle("resolveIdentifiers", ({ payload }) => data(contacts.resolve(payload)))
+    .handle("get", ({ params }) => data(contacts.get(params.contact)))
+    .handle("create", ({ payload }) => data(contacts.create(payload)))
+    .handle("update", ({ params, payload }) => data(contacts.update(params.contact, payload)))
     .handle("delete", ({ params }) => Effect.as(contacts.remove(params.contact), { data: { message: "Contact deleted." } }))
     .handle("merge", ({ params, payload }) =>
-      Effect.map(contacts.merge(params.contact, payload), (r) => ({
-        data: {
-          message: r.dryRun ? "Dry run: nothing was moved." : "Contact merged.",
-          dry_run: r.dryRun,
-          source_contact_id: params.contact,
-          target_contact_id: payload.target_contact_id,
-          moved: r.moved,
-          contact: r.contact
-        }
-      })))
-    .handle("replaceTags", ({ params, payload }) => Effect.map(contacts.replaceTags(params.contact, payload), (data) => ({ data })))
+      data(Effect.map(contacts.merge(params.contact, payload), (r) => ({
+        message: r.dryRun ? "Dry run: nothing was moved." : "Contact merged.",
+        dry_run: r.dryRun,
+        source_contact_id: params.contact,
+        target_contact_id: payload.target_contact_id,
+        moved: r.moved,
+        contact: r.contact
+      }))))
+    .handle("replaceTags", ({ params, payload }) => data(contacts.replaceTags(params.contact, payload)))
     .handle("optOut", ({ params }) => optOut(params.contact, true))
     .handle("optIn", ({ params }) => optOut(params.contact, false))
-    .handle("blockPreview", ({ params }) => Effect.map(blocking.preview(params.contact), (data) => ({ data })))
-    .handle("block", ({ params, payload }) => Effect.map(blocking.block(params.contact, payload ?? {}), (data) => ({ data })))
-    .handle("unblock", ({ params }) => Effect.map(blocking.unblock(params.contact), (data) => ({ data })))
+    .handle("blockPreview", ({ params }) => data(blocking.preview(params.contact)))
+    .handle("block", ({ params, payload }) => data(blocking.block(params.contact, payload ?? {})))
+    .handle("unblock", ({ params }) => data(blocking.unblock(params.contact)))
     .handle("outboundEligibility", ({ params, query }) =>
-      Effect.map(eligibility.eligibility(params.contact, query.channel_id), (data) => ({ data: { eligibility: data } })))
+      data(Effect.map(eligibility.eligibility(params.contact, query.channel_id), (eligibility) => ({ eligibility }))))
     .handle("requestCallPermission", ({ params, payload }) =>
-      Effect.map(eligibility.requestCallPermission(params.contact, payload.channel_id), (data) => ({ data: { eligibility: data } })))
-}))
+      data(Effect.map(eligibility.requestCallPermission(params.contact, payload.channel_id), (eligibility) => ({ eligibility }))))
+})).pipe(Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer]))
 
 export const ContactPhotosHttp = HttpApiBuilder.group(Api, "contactPhotos", Effect.fn(function*(handlers) {
   const photos = yield* ContactPhotos
@@ -66,6 +64,6 @@ export const ContactPhotosHttp = HttpApiBuilder.group(Api, "contactPhotos", Effe
       yield* signed.authorize
       const company = signedCompany(query.c)
       if (Option.isNone(company)) return yield* notFound("Contact not found.")
-      return yield* photos.serve(company.value, params.contact)
+      return yield* photos.serve(CompanyId.make(company.value), params.contact)
     }))
-}))
+})).pipe(Layer.provide(ContactPhotos.layer))

@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { lookup } from "node:dns/promises"
@@ -40,7 +41,7 @@ const isInternal = (address: string) => {
  * public host). Wider than 256 px and decodable: a WebP preview; otherwise the original.
  */
 export class ContactPhotos extends Context.Service<ContactPhotos, {
-  serve(companyId: number, contactId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
+  serve(companyId: CompanyId, contactId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
 }>()("crm/contacts/ContactPhotos") {
   static readonly layerNoDeps = Layer.effect(
     ContactPhotos,
@@ -79,7 +80,7 @@ export class ContactPhotos extends Context.Service<ContactPhotos, {
           return Option.some(new Uint8Array(Buffer.concat(chunks)))
         }).pipe(Effect.orElseSucceed(() => Option.none<Uint8Array>()))
 
-      const serve = Effect.fn("ContactPhotos.serve")(function*(companyId: number, contactId: number) {
+      const serve = Effect.fn("ContactPhotos.serve")(function*(companyId: CompanyId, contactId: number) {
         const found = yield* repo.find(companyId, contactId)
         if (Option.isNone(found)) return yield* contactNotFound()
         const contact = found.value

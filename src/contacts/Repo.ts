@@ -1,8 +1,8 @@
 import { Array as Arr, Context, Effect, Layer, Option } from "effect"
+import type { CompanyId } from "../auth/Domain.ts"
 import { SqlClient, type Statement } from "effect/sql"
 import type { ChannelContext } from "../providers/Provider.ts"
 import type { ChannelType } from "../providers/Domain.ts"
-import type { ChannelRef } from "../providers/Rules.ts"
 import type { Contact, ContactAccount, ContactStatus, ListParams, MergeCounts } from "./Domain.ts"
 
 export interface ContactRow {
@@ -74,29 +74,7 @@ export interface BlockTarget {
   readonly last_inbound_at: Date | null
 }
 
-export type { ChannelRef }
 
-/**
- * A call-permission request (`origin: request`; `sending` while the provider call is under way)
- * or an answer nobody asked for (`origin: reply`, `requested_at` = the answer's time).
- */
-export interface PermissionRequestRow {
-  readonly id: number
-  readonly status: "sending" | "pending" | "granted" | "rejected"
-  readonly origin: "request" | "reply"
-  readonly permanent: boolean
-  readonly requested_at: Date
-  readonly answered_at: Date | null
-  readonly expires_at: Date | null
-}
-
-export interface PermissionAnswer {
-  readonly status: "granted" | "rejected"
-  readonly answeredAt: Date
-  readonly expiresAt: Date | null
-  readonly permanent: boolean
-  readonly answerMessageId: string | null
-}
 
 export interface ResolveKeys {
   readonly digits: ReadonlyArray<string>
@@ -121,55 +99,33 @@ const columns = (sql: SqlClient.SqlClient) =>
 
 const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_replace(${sql.literal(column)}, '[^0-9]', '', 'g')`
 
-/** Contacts of one company; every statement carries the company id. */
-export class ContactsRepo extends Context.Service<ContactsRepo, {
-  list(companyId: number, params: ListParams & { readonly statusFilter: ReadonlyArray<string>; readonly excludeLidOnly: boolean }, page: number, perPage: number): Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }>
-  lookup(companyId: number, q: string, limit: number): Effect.Effect<ReadonlyArray<ContactRecord>>
+/** Contacts of one company; every statement carries the company id. */export class ContactsRepo extends Context.Service<ContactsRepo, {
+  list(companyId: CompanyId, params: ListParams & { readonly statusFilter: ReadonlyArray<string>; readonly excludeLidOnly: boolean }, page: number, perPage: number): Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }>
+  lookup(companyId: CompanyId, q: string, limit: number): Effect.Effect<ReadonlyArray<ContactRecord>>
   /** A live contact; with `withMerged`, also one that was merged away (its `merged_into_contact_id` says where). */
-  find(companyId: number, id: number, options?: { readonly withMerged?: boolean; readonly forUpdate?: boolean }): Effect.Effect<Option.Option<ContactRecord>>
-  exists(companyId: number, id: number, forUpdate?: boolean): Effect.Effect<Option.Option<ContactRow>>
-  insert(companyId: number, fields: ContactFields): Effect.Effect<number>
-  update(companyId: number, id: number, patch: Partial<ContactFields>): Effect.Effect<void>
-  replacePhones(companyId: number, id: number, phones: ReadonlyArray<PhoneValue>): Effect.Effect<void>
-  replaceEmails(companyId: number, id: number, emails: ReadonlyArray<EmailValue>): Effect.Effect<void>
+  find(companyId: CompanyId, id: number, options?: { readonly withMerged?: boolean; readonly forUpdate?: boolean }): Effect.Effect<Option.Option<ContactRecord>>
+  exists(companyId: CompanyId, id: number, forUpdate?: boolean): Effect.Effect<Option.Option<ContactRow>>
+  insert(companyId: CompanyId, fields: ContactFields): Effect.Effect<number>
+  update(companyId: CompanyId, id: number, patch: Partial<ContactFields>): Effect.Effect<void>
+  replacePhones(companyId: CompanyId, id: number, phones: ReadonlyArray<PhoneValue>): Effect.Effect<void>
+  replaceEmails(companyId: CompanyId, id: number, emails: ReadonlyArray<EmailValue>): Effect.Effect<void>
   /**
    * Makes the contact's accounts exactly `accounts` (kept rows keep their ids and threads). Fails
    * with the index of the first account that belongs to another contact.
    */
-  replaceAccounts(companyId: number, id: number, accounts: ReadonlyArray<AccountValue>): Effect.Effect<void, { readonly conflictAt: number }>
-  softDelete(companyId: number, id: number): Effect.Effect<boolean>
-  channelCounts(companyId: number): Effect.Effect<ReadonlyMap<string, number>>
-  resolve(companyId: number, keys: ResolveKeys): Effect.Effect<ResolveMatches>
-  tagsOf(companyId: number, tagIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
-  replaceTags(companyId: number, id: number, tagIds: ReadonlyArray<number>): Effect.Effect<void>
-  mergeCounts(companyId: number, sourceId: number, targetId: number): Effect.Effect<MergeCounts>
-  merge(companyId: number, sourceId: number, targetId: number): Effect.Effect<void>
-  setOptOut(companyId: number, id: number, optedOut: boolean): Effect.Effect<Option.Option<Date | null>>
-  setBlocked(companyId: number, id: number, block: { readonly reason: string | null; readonly userId: number | null } | null): Effect.Effect<Option.Option<ContactRow>>
-  blockTargets(companyId: number, id: number): Effect.Effect<ReadonlyArray<BlockTarget>>
-  telephonyEnabled(companyId: number): Effect.Effect<boolean>
+  replaceAccounts(companyId: CompanyId, id: number, accounts: ReadonlyArray<AccountValue>): Effect.Effect<void, { readonly conflictAt: number }>
+  softDelete(companyId: CompanyId, id: number): Effect.Effect<boolean>
+  channelCounts(companyId: CompanyId): Effect.Effect<ReadonlyMap<string, number>>
+  resolve(companyId: CompanyId, keys: ResolveKeys): Effect.Effect<ResolveMatches>
+  tagsOf(companyId: CompanyId, tagIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
+  replaceTags(companyId: CompanyId, id: number, tagIds: ReadonlyArray<number>): Effect.Effect<void>
+  mergeCounts(companyId: CompanyId, sourceId: number, targetId: number): Effect.Effect<MergeCounts>
+  merge(companyId: CompanyId, sourceId: number, targetId: number): Effect.Effect<void>
+  setOptOut(companyId: CompanyId, id: number, optedOut: boolean): Effect.Effect<Option.Option<Date | null>>
+  setBlocked(companyId: CompanyId, id: number, block: { readonly reason: string | null; readonly userId: number | null } | null): Effect.Effect<Option.Option<ContactRow>>
+  blockTargets(companyId: CompanyId, id: number): Effect.Effect<ReadonlyArray<BlockTarget>>
   /** An uploaded image of the company (the media table of uploads). */
-  mediaImage(companyId: number, mediaId: number): Effect.Effect<Option.Option<{ readonly storage_path: string; readonly mime_type: string }>>
-  channel(companyId: number, channelId: number): Effect.Effect<Option.Option<ChannelRef>>
-  lastInbound(companyId: number, contactId: number, channelId: number): Effect.Effect<{ readonly threads: number; readonly at: Date | null }>
-  accountTypes(companyId: number, contactId: number): Effect.Effect<ReadonlySet<string>>
-  /** Requests made or answered since `since`, and grants still running; newest request first. */
-  permissionRequests(companyId: number, contactId: number, channelId: number, since: Date): Effect.Effect<ReadonlyArray<PermissionRequestRow>>
-  /** A `sending` request: it counts against the limits while the provider is asked. */
-  reservePermissionRequest(companyId: number, contactId: number, channelId: number, userId: number | null, at: Date): Effect.Effect<number>
-  /** The provider took the request: `pending` (unless an answer already arrived), with the provider's message id. */
-  confirmPermissionRequest(companyId: number, id: number, externalMessageId: string): Effect.Effect<void>
-  /** The provider refused the request: it did not happen. */
-  dropPermissionRequest(companyId: number, id: number): Effect.Effect<void>
-  /** Where a message to the contact on the channel goes: its one-to-one thread that heard from it last. */
-  callRecipient(companyId: number, contactId: number, channelId: number): Effect.Effect<Option.Option<string>>
-  /** The live contact holding the provider account `externalId` of this channel type. */
-  accountContact(companyId: number, channelType: ChannelType, externalId: string): Effect.Effect<Option.Option<number>>
-  answerSeen(companyId: number, channelId: number, answerMessageId: string): Effect.Effect<boolean>
-  /** The request an answer belongs to: the one with the provider message id it names, else the newest still open since `since`. */
-  requestForAnswer(companyId: number, contactId: number, channelId: number, requestMessageId: string | null, since: Date): Effect.Effect<Option.Option<number>>
-  answerPermissionRequest(companyId: number, id: number, answer: PermissionAnswer): Effect.Effect<void>
-  addPermissionAnswer(companyId: number, contactId: number, channelId: number, answer: PermissionAnswer): Effect.Effect<void>
+  mediaImage(companyId: CompanyId, mediaId: number): Effect.Effect<Option.Option<{ readonly storage_path: string; readonly mime_type: string }>>
 }>()("crm/contacts/ContactsRepo") {
   static readonly layer = Layer.effect(
     ContactsRepo,
@@ -177,7 +133,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
       const sql = yield* SqlClient.SqlClient
       const cols = columns(sql)
 
-      const assemble = (companyId: number, rows: ReadonlyArray<ContactRow>) =>
+      const assemble = (companyId: CompanyId, rows: ReadonlyArray<ContactRow>) =>
         Effect.gen(function*() {
           if (rows.length === 0) return []
           const ids = rows.map((row) => row.id)
@@ -291,7 +247,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           return { items: yield* assemble(companyId, rows), total }
         }).pipe(Effect.orDie)
 
-      const lookup = (companyId: number, q: string, limit: number) =>
+      const lookup = (companyId: CompanyId, q: string, limit: number) =>
         Effect.gen(function*() {
           const term = q.trim().toLowerCase()
           const pattern = `%${likeEscape(term.replace(/^@/, ""))}%`
@@ -324,31 +280,31 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           return Option.fromNullishOr((yield* assemble(companyId, rows))[0])
         }).pipe(Effect.orDie)
 
-      const exists = (companyId: number, id: number, forUpdate = false) =>
+      const exists = (companyId: CompanyId, id: number, forUpdate = false) =>
         sql<ContactRow>`
           SELECT ${cols} FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL
           ${forUpdate ? sql`FOR UPDATE` : sql``}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
 
-      const insert = (companyId: number, fields: ContactFields) =>
+      const insert = (companyId: CompanyId, fields: ContactFields) =>
         sql<{ id: number }>`INSERT INTO contacts ${sql.insert({ company_id: companyId, ...fields })} RETURNING id`.pipe(
           Effect.map((rows) => rows[0].id),
           Effect.orDie
         )
 
-      const update = (companyId: number, id: number, patch: Partial<ContactFields>) =>
+      const update = (companyId: CompanyId, id: number, patch: Partial<ContactFields>) =>
         sql`UPDATE contacts SET ${sql.update({ ...patch, updated_at: new Date() })} WHERE company_id = ${companyId} AND id = ${id}`.pipe(
           Effect.asVoid,
           Effect.orDie
         )
 
-      const replacePhones = (companyId: number, id: number, phones: ReadonlyArray<PhoneValue>) =>
+      const replacePhones = (companyId: CompanyId, id: number, phones: ReadonlyArray<PhoneValue>) =>
         Effect.gen(function*() {
           yield* sql`DELETE FROM contact_phones WHERE company_id = ${companyId} AND contact_id = ${id}`
           const rows = phones.map((p, position) => ({ company_id: companyId, contact_id: id, phone: p.phone, type: p.type, position }))
           if (Arr.isArrayNonEmpty(rows)) yield* sql`INSERT INTO contact_phones ${sql.insert(rows)}`
         }).pipe(Effect.orDie)
 
-      const replaceEmails = (companyId: number, id: number, emails: ReadonlyArray<EmailValue>) =>
+      const replaceEmails = (companyId: CompanyId, id: number, emails: ReadonlyArray<EmailValue>) =>
         Effect.gen(function*() {
           yield* sql`DELETE FROM contact_emails WHERE company_id = ${companyId} AND contact_id = ${id}`
           const rows = emails.map((e, position) => ({ company_id: companyId, contact_id: id, email: e.email, type: e.type, position }))
@@ -386,7 +342,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           }
         })
 
-      const softDelete = (companyId: number, id: number) =>
+      const softDelete = (companyId: CompanyId, id: number) =>
         Effect.gen(function*() {
           const rows = yield* sql<{ id: number }>`
             UPDATE contacts SET deleted_at = now(), updated_at = now()
@@ -397,14 +353,14 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           return true
         }).pipe(Effect.orDie)
 
-      const channelCounts = (companyId: number) =>
+      const channelCounts = (companyId: CompanyId) =>
         sql<{ type: string; n: number }>`
           SELECT type, count(*)::int AS n FROM channels WHERE company_id = ${companyId} AND deleted_at IS NULL GROUP BY type`.pipe(
           Effect.map((rows) => new Map(rows.map((row) => [row.type, row.n]))),
           Effect.orDie
         )
 
-      const resolve = (companyId: number, keys: ResolveKeys) =>
+      const resolve = (companyId: CompanyId, keys: ResolveKeys) =>
         Effect.gen(function*() {
           const byDigits = new Map<string, number>()
           if (keys.digits.length > 0) {
@@ -435,7 +391,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           return { byDigits, accounts }
         }).pipe(Effect.orDie)
 
-      const tagsOf = (companyId: number, tagIds: ReadonlyArray<number>) =>
+      const tagsOf = (companyId: CompanyId, tagIds: ReadonlyArray<number>) =>
         tagIds.length === 0
           ? Effect.succeed(new Set<number>())
           : sql<{ id: number }>`SELECT id FROM tags WHERE company_id = ${companyId} AND id IN ${sql.in([...tagIds])}`.pipe(
@@ -443,7 +399,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
             Effect.orDie
           )
 
-      const replaceTags = (companyId: number, id: number, tagIds: ReadonlyArray<number>) =>
+      const replaceTags = (companyId: CompanyId, id: number, tagIds: ReadonlyArray<number>) =>
         Effect.gen(function*() {
           yield* sql`DELETE FROM contact_tags WHERE company_id = ${companyId} AND contact_id = ${id}`
           const rows = tagIds.map((tag_id) => ({ company_id: companyId, contact_id: id, tag_id }))
@@ -451,7 +407,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           yield* sql`UPDATE contacts SET updated_at = now() WHERE company_id = ${companyId} AND id = ${id}`
         }).pipe(Effect.orDie)
 
-      const mergeCounts = (companyId: number, sourceId: number, targetId: number) =>
+      const mergeCounts = (companyId: CompanyId, sourceId: number, targetId: number) =>
         sql<MergeCounts>`
           SELECT
             (SELECT count(*)::int FROM conversations WHERE company_id = ${companyId} AND contact_id = ${sourceId}) AS conversations,
@@ -472,7 +428,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
           Effect.orDie
         )
 
-      const merge = (companyId: number, sourceId: number, targetId: number) =>
+      const merge = (companyId: CompanyId, sourceId: number, targetId: number) =>
         Effect.gen(function*() {
           const source = yield* sql<{ id: number; last_message_at: Date | null }>`
             SELECT id, last_message_at FROM conversations WHERE company_id = ${companyId} AND contact_id = ${sourceId} FOR UPDATE`
@@ -537,7 +493,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
             WHERE company_id = ${companyId} AND id = ${sourceId}`
         }).pipe(Effect.orDie)
 
-      const setOptOut = (companyId: number, id: number, optedOut: boolean) =>
+      const setOptOut = (companyId: CompanyId, id: number, optedOut: boolean) =>
         (optedOut
           ? sql<{ opted_out_at: Date | null }>`
               UPDATE contacts SET opted_out_at = now(), updated_at = now()
@@ -563,7 +519,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
               WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL AND c.blocked_at IS NOT NULL
               RETURNING ${cols}`).pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
 
-      const blockTargets = (companyId: number, id: number) =>
+      const blockTargets = (companyId: CompanyId, id: number) =>
         sql<BlockTarget>`
           SELECT ch.id AS channel_id, ch.name AS channel_name, ch.type AS channel_type, ch.provider, ch.status, ch.credentials,
                  ch.settings, COALESCE(a.external_id, t.external_thread_id) AS recipient, t.last_inbound_at
@@ -575,119 +531,12 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
             AND ch.type IN ('msgr_a', 'msgr_a_business')
           ORDER BY ch.id, t.id`.pipe(Effect.orDie)
 
-      const telephonyEnabled = (companyId: number) =>
-        sql<{ telephony_enabled: boolean }>`SELECT telephony_enabled FROM companies WHERE id = ${companyId}`.pipe(
-          Effect.map((rows) => rows[0]?.telephony_enabled === true),
-          Effect.orDie
-        )
-
-      const mediaImage = (companyId: number, mediaId: number) =>
+      const mediaImage = (companyId: CompanyId, mediaId: number) =>
         sql<{ storage_path: string; mime_type: string }>`
           SELECT storage_path, mime_type FROM media WHERE company_id = ${companyId} AND id = ${mediaId} AND type = 'image'`.pipe(
           Effect.map((rows) => Option.fromNullishOr(rows[0])),
           Effect.orDie
         )
-
-      const channel = (companyId: number, channelId: number) =>
-        sql<ChannelRef>`
-          SELECT id, type, provider, status, credentials, settings
-          FROM channels WHERE company_id = ${companyId} AND id = ${channelId} AND deleted_at IS NULL`.pipe(
-          Effect.map((rows) => Option.fromNullishOr(rows[0])),
-          Effect.orDie
-        )
-
-      const lastInbound = (companyId: number, contactId: number, channelId: number) =>
-        sql<{ threads: number; at: Date | null }>`
-          SELECT count(*)::int AS threads, max(t.last_inbound_at) AS at
-          FROM threads t JOIN conversations cv ON cv.id = t.conversation_id AND cv.company_id = ${companyId}
-          WHERE t.company_id = ${companyId} AND t.channel_id = ${channelId} AND cv.contact_id = ${contactId} AND NOT t.is_group`.pipe(
-          Effect.map((rows) => rows[0]),
-          Effect.orDie
-        )
-
-      const accountTypes = (companyId: number, contactId: number) =>
-        sql<{ channel_type: string }>`
-          SELECT DISTINCT channel_type FROM contact_accounts WHERE company_id = ${companyId} AND contact_id = ${contactId}`.pipe(
-          Effect.map((rows) => new Set(rows.map((row) => row.channel_type))),
-          Effect.orDie
-        )
-
-      const permissionRequests = (companyId: number, contactId: number, channelId: number, since: Date) =>
-        sql<PermissionRequestRow>`
-          SELECT id, status, origin, permanent, requested_at, answered_at, expires_at FROM call_permission_requests
-          WHERE company_id = ${companyId} AND contact_id = ${contactId} AND channel_id = ${channelId}
-            AND (requested_at > ${since} OR answered_at > ${since}
-              OR (status = 'granted' AND (permanent OR expires_at > ${since})))
-          ORDER BY requested_at DESC, id DESC`.pipe(Effect.orDie)
-
-      const reservePermissionRequest = (companyId: number, contactId: number, channelId: number, userId: number | null, at: Date) =>
-        sql<{ id: number }>`
-          INSERT INTO call_permission_requests (company_id, contact_id, channel_id, status, requested_by_user_id, requested_at)
-          VALUES (${companyId}, ${contactId}, ${channelId}, 'sending', ${userId}, ${at})
-          RETURNING id`.pipe(Effect.map((rows) => rows[0].id), Effect.orDie)
-
-      const confirmPermissionRequest = (companyId: number, id: number, externalMessageId: string) =>
-        sql`
-          UPDATE call_permission_requests
-          SET status = CASE WHEN status = 'sending' THEN 'pending' ELSE status END, external_message_id = ${externalMessageId}
-          WHERE company_id = ${companyId} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
-
-      const dropPermissionRequest = (companyId: number, id: number) =>
-        sql`DELETE FROM call_permission_requests WHERE company_id = ${companyId} AND id = ${id} AND status = 'sending'`.pipe(
-          Effect.asVoid,
-          Effect.orDie
-        )
-
-      const callRecipient = (companyId: number, contactId: number, channelId: number) =>
-        sql<{ recipient: string | null }>`
-          SELECT COALESCE(a.external_id, t.external_thread_id) AS recipient
-          FROM threads t
-          JOIN conversations cv ON cv.id = t.conversation_id AND cv.company_id = ${companyId}
-          LEFT JOIN contact_accounts a ON a.id = t.contact_account_id AND a.company_id = ${companyId}
-          WHERE t.company_id = ${companyId} AND t.channel_id = ${channelId} AND cv.contact_id = ${contactId} AND NOT t.is_group
-            AND COALESCE(a.external_id, t.external_thread_id) IS NOT NULL
-          ORDER BY t.last_inbound_at DESC NULLS LAST, t.id DESC
-          LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0]?.recipient)), Effect.orDie)
-
-      const accountContact = (companyId: number, channelType: ChannelType, externalId: string) =>
-        sql<{ contact_id: number }>`
-          SELECT a.contact_id FROM contact_accounts a
-          JOIN contacts c ON c.id = a.contact_id AND c.company_id = ${companyId} AND c.deleted_at IS NULL
-          WHERE a.company_id = ${companyId} AND a.channel_type = ${channelType} AND a.external_id = ${externalId}`.pipe(
-          Effect.map((rows) => Option.fromNullishOr(rows[0]?.contact_id)),
-          Effect.orDie
-        )
-
-      const answerSeen = (companyId: number, channelId: number, answerMessageId: string) =>
-        sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM call_permission_requests
-          WHERE company_id = ${companyId} AND channel_id = ${channelId} AND answer_message_id = ${answerMessageId}`.pipe(
-          Effect.map((rows) => rows[0].n > 0),
-          Effect.orDie
-        )
-
-      const requestForAnswer = (companyId: number, contactId: number, channelId: number, requestMessageId: string | null, since: Date) =>
-        sql<{ id: number }>`
-          SELECT id FROM call_permission_requests
-          WHERE company_id = ${companyId} AND contact_id = ${contactId} AND channel_id = ${channelId} AND origin = 'request'
-            AND (${requestMessageId === null ? sql`false` : sql`external_message_id = ${requestMessageId}`}
-              OR (status IN ('sending', 'pending') AND requested_at > ${since}))
-          ORDER BY ${requestMessageId === null ? sql`` : sql`(external_message_id = ${requestMessageId}) DESC,`} requested_at DESC, id DESC
-          LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0]?.id)), Effect.orDie)
-
-      const answerPermissionRequest = (companyId: number, id: number, answer: PermissionAnswer) =>
-        sql`
-          UPDATE call_permission_requests
-          SET status = ${answer.status}, answered_at = ${answer.answeredAt}, expires_at = ${answer.expiresAt},
-              permanent = ${answer.permanent}, answer_message_id = ${answer.answerMessageId}
-          WHERE company_id = ${companyId} AND id = ${id}`.pipe(Effect.asVoid, Effect.orDie)
-
-      const addPermissionAnswer = (companyId: number, contactId: number, channelId: number, answer: PermissionAnswer) =>
-        sql`
-          INSERT INTO call_permission_requests
-            (company_id, contact_id, channel_id, status, origin, permanent, requested_at, answered_at, expires_at, answer_message_id)
-          VALUES (${companyId}, ${contactId}, ${channelId}, ${answer.status}, 'reply', ${answer.permanent}, ${answer.answeredAt},
-            ${answer.answeredAt}, ${answer.expiresAt}, ${answer.answerMessageId})`.pipe(Effect.asVoid, Effect.orDie)
 
       return ContactsRepo.of({
         list,
@@ -709,21 +558,7 @@ export class ContactsRepo extends Context.Service<ContactsRepo, {
         setOptOut,
         setBlocked,
         blockTargets,
-        telephonyEnabled,
-        mediaImage,
-        channel,
-        lastInbound,
-        accountTypes,
-        permissionRequests,
-        reservePermissionRequest,
-        confirmPermissionRequest,
-        dropPermissionRequest,
-        callRecipient,
-        accountContact,
-        answerSeen,
-        requestForAnswer,
-        answerPermissionRequest,
-        addPermissionAnswer
+        mediaImage
       })
     })
   )

@@ -74,7 +74,7 @@ export class Me extends Context.Service<Me, {
       const photoOf = Effect.fnUntraced(function*(company: ActiveCompany, mediaId: number | null) {
         if (mediaId === null) return null
         if (company === null) return yield* photoInvalid()
-        const found = (yield* media.find(company.id, [mediaId])).get(mediaId)
+        const found = (yield* media.find(CompanyId.make(company.id), [mediaId])).get(mediaId)
         if (found === undefined || found.type !== "image") return yield* photoInvalid()
         return { path: found.storage_path, mimeType: found.mime_type }
       })

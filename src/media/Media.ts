@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import type { HttpServerResponse, Multipart } from "effect/http"
 import { join } from "node:path"
-import { CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
 import { BlobStore, type BlobTooLarge } from "../platform/files/BlobStore.ts"
 import { cleanFileName, isThumbnailable, type MediaRow, type MediaType, mediaTypeOf, mimeFromFileName, type NewAttachment, normalizeMime, storageExtension, thumbnailWidths, type Upload, uploadLimitBytes, voiceLimitBytes } from "./Domain.ts"
@@ -77,7 +77,7 @@ export class Media extends Context.Service<Media, {
    * The media route's answer once its signature is checked: the original, or a kept WebP thumbnail
    * for `w` 256 / 640; ranges, validators and HEAD as `fileResponse` answers them.
    */
-  serve(companyId: number, messageId: number, attachmentId: number, width: string | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
+  serve(companyId: CompanyId, messageId: number, attachmentId: number, width: string | undefined): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
   /** Attachment rows of a send: each `media_id` / `sticker_id` of the company, else 422 `attachment_source_invalid`. */
   resolve(companyId: number, rows: ReadonlyArray<AttachmentSource>): Effect.Effect<ReadonlyArray<ResolvedAttachment>, Unprocessable>
   /** Keeps fetched provider bytes under the company's attachments; the storage path. */
@@ -200,7 +200,7 @@ export class Media extends Context.Service<Media, {
           return Option.some(path)
         }).pipe(Effect.orDie)
 
-      const serve = Effect.fn("Media.serve")(function*(companyId: number, messageId: number, attachmentId: number, width: string | undefined) {
+      const serve = Effect.fn("Media.serve")(function*(companyId: CompanyId, messageId: number, attachmentId: number, width: string | undefined) {
         const found = yield* repo.attachmentFile(companyId, messageId, attachmentId)
         if (Option.isNone(found) || found.value.storage_path === null) return yield* notFound("File not found.")
         const file = found.value
@@ -218,7 +218,8 @@ export class Media extends Context.Service<Media, {
 
       const present = <A>(value: A | null | undefined): value is A => value !== null && value !== undefined
 
-      const resolve = Effect.fn("Media.resolve")(function*(companyId: number, rows: ReadonlyArray<AttachmentSource>) {
+      const resolve = Effect.fn("Media.resolve")(function*(company: number, rows: ReadonlyArray<AttachmentSource>) {
+        const companyId = CompanyId.make(company)
         const mediaIds = rows.map((r) => r.media_id).filter(present)
         const stickerIds = rows.map((r) => r.sticker_id).filter(present)
         const [media, stickers] = yield* Effect.all([repo.find(companyId, mediaIds), repo.stickers(companyId, stickerIds)], {

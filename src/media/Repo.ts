@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import type { CompanyId } from "../auth/Domain.ts"
 import { SqlClient } from "effect/sql"
 import type { MediaRow, MediaType } from "./Domain.ts"
 
@@ -21,7 +22,7 @@ export interface StickerSource {
 }
 
 export class MediaRepo extends Context.Service<MediaRepo, {
-  insert(companyId: number, row: {
+  insert(companyId: CompanyId, row: {
     readonly userId: number | null
     readonly type: MediaType
     readonly mimeType: string
@@ -30,9 +31,9 @@ export class MediaRepo extends Context.Service<MediaRepo, {
     readonly storagePath: string
     readonly durationSeconds: number | null
   }): Effect.Effect<MediaRow>
-  find(companyId: number, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, MediaRow>>
-  stickers(companyId: number, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, StickerSource>>
-  attachmentFile(companyId: number, messageId: number, attachmentId: number): Effect.Effect<Option.Option<AttachmentFile>>
+  find(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, MediaRow>>
+  stickers(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, StickerSource>>
+  attachmentFile(companyId: CompanyId, messageId: number, attachmentId: number): Effect.Effect<Option.Option<AttachmentFile>>
 }>()("crm/media/MediaRepo") {
   static readonly layer = Layer.effect(
     MediaRepo,
@@ -46,7 +47,7 @@ export class MediaRepo extends Context.Service<MediaRepo, {
           VALUES (${companyId}, ${row.userId}, ${row.type}, ${row.mimeType}, ${row.fileName}, ${row.size}, ${row.storagePath}, ${row.durationSeconds})
           RETURNING ${columns}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
 
-      const find = (companyId: number, ids: ReadonlyArray<number>) =>
+      const find = (companyId: CompanyId, ids: ReadonlyArray<number>) =>
         ids.length === 0
           ? Effect.succeed(new Map<number, MediaRow>())
           : sql<MediaRow>`SELECT ${columns} FROM media WHERE company_id = ${companyId} AND id IN ${sql.in(ids)}`.pipe(
@@ -54,7 +55,7 @@ export class MediaRepo extends Context.Service<MediaRepo, {
             Effect.orDie
           )
 
-      const stickers = (companyId: number, ids: ReadonlyArray<number>) =>
+      const stickers = (companyId: CompanyId, ids: ReadonlyArray<number>) =>
         ids.length === 0
           ? Effect.succeed(new Map<number, StickerSource>())
           : sql<StickerSource>`
@@ -65,7 +66,7 @@ export class MediaRepo extends Context.Service<MediaRepo, {
               Effect.orDie
             )
 
-      const attachmentFile = (companyId: number, messageId: number, attachmentId: number) =>
+      const attachmentFile = (companyId: CompanyId, messageId: number, attachmentId: number) =>
         sql<AttachmentFile>`
           SELECT id, message_id, type, mime_type, storage_path, file_name FROM attachments
           WHERE company_id = ${companyId} AND message_id = ${messageId} AND id = ${attachmentId}`.pipe(

@@ -55,7 +55,7 @@ export class Inbound extends Context.Service<Inbound, {
           const isReaction = msg.messageType === "reaction" && msg.reaction !== undefined
           if (msg.externalMessageId !== null && !isReaction) {
             // Providers redeliver; the lock makes two concurrent deliveries of one id see each other.
-            yield* repo.lockExternal(channel.id, msg.externalMessageId)
+            yield* repo.lockExternal(companyId, channel.id, msg.externalMessageId)
             const seen = yield* repo.findByExternal(companyId, channel.id, msg.externalMessageId, "inbound")
             if (Option.isSome(seen)) return { messageId: seen.value.id, conversationId: seen.value.conversation_id, duplicate: true }
           }

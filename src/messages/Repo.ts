@@ -198,7 +198,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
   optOut(companyId: CompanyId, contactId: number): Effect.Effect<Option.Option<Date>>
   isMember(companyId: CompanyId, userId: number): Effect.Effect<boolean>
   /** Serializes writers of one (channel, external id) for the rest of the transaction. */
-  lockExternal(channelId: number, externalId: string): Effect.Effect<void>
+  lockExternal(companyId: CompanyId, channelId: number, externalId: string): Effect.Effect<void>
 }>()("crm/messages/MessagesRepo") {
   static readonly layer = Layer.effect(
     MessagesRepo,
@@ -533,8 +533,8 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           Effect.orDie
         )
 
-      const lockExternal = (channelId: number, externalId: string) =>
-        sql`SELECT pg_advisory_xact_lock(${channelId}::int, hashtext(${externalId}))`.pipe(Effect.asVoid, Effect.orDie)
+      const lockExternal = (companyId: CompanyId, channelId: number, externalId: string) =>
+        sql`SELECT pg_advisory_xact_lock(${channelId}::int, hashtext(${`${companyId}:${externalId}`}))`.pipe(Effect.asVoid, Effect.orDie)
 
       return MessagesRepo.of({
         find,

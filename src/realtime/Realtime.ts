@@ -4,7 +4,6 @@ import { CurrentActor } from "../auth/Domain.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { randomToken } from "../platform/Crypto.ts"
 import { type Forbidden, forbidden } from "../platform/Errors.ts"
-import { DispatcherLayer } from "./Dispatcher.ts"
 import type { BroadcastingAuth } from "./Domain.ts"
 import { RealtimeGateway } from "./Gateway.ts"
 import * as Pusher from "./Pusher.ts"
@@ -61,7 +60,7 @@ const appSecret = Effect.fn("Realtime.appSecret")(function*(configured: Option.O
   return rows[0].value
 }, Effect.orDie)
 
-/** The WebSocket gateway on `REALTIME_PORT`, channel authorization, and the event dispatcher feeding the gateway. */
+/** The WebSocket gateway on `REALTIME_PORT` and channel authorization; the dispatcher feeding the gateway is in `src/Background.ts`. */
 export const RealtimeLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   const secret = yield* appSecret(config.pusherAppSecret)
@@ -72,5 +71,5 @@ export const RealtimeLayer = Layer.unwrap(Effect.gen(function*() {
     appSecret: secret,
     maxBackpressureBytes: config.realtimeMaxBackpressureBytes
   })
-  return Layer.mergeAll(Realtime.make(config.pusherAppKey, secret), DispatcherLayer).pipe(Layer.provideMerge(gateway))
+  return Realtime.make(config.pusherAppKey, secret).pipe(Layer.provideMerge(gateway))
 }))

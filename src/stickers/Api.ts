@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { Multipart } from "effect/http"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
+import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, BadGateway, NotFound, Unprocessable } from "../platform/Errors.ts"
 import {
   CreatePack,
@@ -21,9 +22,9 @@ import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts
 
 const PackParams = { pack: StickerPackId }
 const StickerParams = { sticker: StickerId }
-const Message = Schema.Struct({ data: Schema.Struct({ message: Schema.String }) })
-const PackAnswer = Schema.Struct({ data: Schema.Struct({ message: Schema.String, pack: StickerPack }) })
-const SavedAnswer = Schema.Struct({ data: Schema.Struct({ message: Schema.String, pack_id: StickerPackId, item: Sticker }) })
+const Message = Data(Schema.Struct({ message: Schema.String }))
+const PackAnswer = Data(Schema.Struct({ message: Schema.String, pack: StickerPack }))
+const SavedAnswer = Data(Schema.Struct({ message: Schema.String, pack_id: StickerPackId, item: Sticker }))
   .pipe(HttpApiSchema.status(201))
 
 // Oversized files are drained and reported in `skipped`, so there is no per-file parser limit, only the total.
@@ -39,7 +40,7 @@ const NotAForm = Schema.Struct({ files: Schema.Never })
 export class StickersApi extends HttpApiGroup.make("stickers")
   .add(
     HttpApiEndpoint.get("list", "/v1/sticker-packs", {
-      success: Schema.Struct({ data: Schema.Array(StickerPack) }),
+      success: Data(Schema.Array(StickerPack)),
       error: AuthErrors
     }),
     HttpApiEndpoint.post("createPack", "/v1/sticker-packs", {
@@ -57,7 +58,7 @@ export class StickersApi extends HttpApiGroup.make("stickers")
     })),
     HttpApiEndpoint.post("importTelegram", "/v1/sticker-packs/import/telegram", {
       payload: ImportTelegram,
-      success: Schema.Struct({ data: ImportQueued }).pipe(HttpApiSchema.status(202)),
+      success: Data(ImportQueued).pipe(HttpApiSchema.status(202)),
       error: [...AuthErrors, Unprocessable, BadGateway]
     }).annotateMerge(OpenApi.annotations({
       description: "Queues the import of a Telegram sticker set (`https://t.me/addstickers/<name>` or the bare name) through " +
@@ -78,7 +79,7 @@ export class StickersApi extends HttpApiGroup.make("stickers")
     HttpApiEndpoint.post("upload", "/v1/sticker-packs/:pack/stickers", {
       params: PackParams,
       payload: [Files, NotAForm],
-      success: Schema.Struct({ data: Schema.Struct({ created: Schema.Array(Sticker), skipped: Schema.Array(Skipped) }) }),
+      success: Data(Schema.Struct({ created: Schema.Array(Sticker), skipped: Schema.Array(Skipped) })),
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Multipart `files[]`: 1-120 PNG, JPEG or WebP files of up to 5 MB, each converted to a static 512x512 WebP " +
@@ -94,7 +95,7 @@ export class StickersApi extends HttpApiGroup.make("stickers")
     HttpApiEndpoint.patch("updateSticker", "/v1/stickers/:sticker", {
       params: StickerParams,
       payload: UpdateSticker,
-      success: Schema.Struct({ data: Schema.Struct({ message: Schema.String, sticker: Sticker }) }),
+      success: Data(Schema.Struct({ message: Schema.String, sticker: Sticker })),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.delete("deleteSticker", "/v1/stickers/:sticker", {

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import type { CompanyId } from "../auth/Domain.ts"
 import { SqlClient } from "effect/sql"
 import type { PackSource } from "./Domain.ts"
 
@@ -63,27 +64,27 @@ export interface AttachmentSource {
 
 /** Sticker packs and stickers of one company; every statement carries the company id. */
 export class StickersRepo extends Context.Service<StickersRepo, {
-  listPacks(companyId: number): Effect.Effect<ReadonlyArray<PackRow>>
-  findPack(companyId: number, packId: number): Effect.Effect<Option.Option<PackRow>>
+  listPacks(companyId: CompanyId): Effect.Effect<ReadonlyArray<PackRow>>
+  findPack(companyId: CompanyId, packId: number): Effect.Effect<Option.Option<PackRow>>
   /** Appended after the company's last pack. */
-  insertPack(companyId: number, pack: NewPack): Effect.Effect<PackRow>
+  insertPack(companyId: CompanyId, pack: NewPack): Effect.Effect<PackRow>
   /** The live system pack, made on first use; concurrent first uses meet on its unique index. */
-  systemPack(companyId: number): Effect.Effect<PackRow>
-  updatePack(companyId: number, packId: number, patch: PackPatch): Effect.Effect<Option.Option<PackRow>>
+  systemPack(companyId: CompanyId): Effect.Effect<PackRow>
+  updatePack(companyId: CompanyId, packId: number, patch: PackPatch): Effect.Effect<Option.Option<PackRow>>
   /** Soft-deletes the pack and its stickers; false when it is not a live pack of the company. */
-  deletePack(companyId: number, packId: number): Effect.Effect<boolean>
+  deletePack(companyId: CompanyId, packId: number): Effect.Effect<boolean>
   /** Live stickers of the given packs, in pack order. */
-  stickersOf(companyId: number, packIds: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<StickerRow>>
+  stickersOf(companyId: CompanyId, packIds: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<StickerRow>>
   /** A live sticker in a live pack. */
-  findSticker(companyId: number, stickerId: number): Effect.Effect<Option.Option<StickerRow>>
+  findSticker(companyId: CompanyId, stickerId: number): Effect.Effect<Option.Option<StickerRow>>
   /** Appended after the pack's last sticker. */
-  insertSticker(companyId: number, packId: number, sticker: NewSticker): Effect.Effect<StickerRow>
-  updateSticker(companyId: number, stickerId: number, patch: StickerPatch): Effect.Effect<Option.Option<StickerRow>>
-  deleteSticker(companyId: number, stickerId: number): Effect.Effect<boolean>
+  insertSticker(companyId: CompanyId, packId: number, sticker: NewSticker): Effect.Effect<StickerRow>
+  updateSticker(companyId: CompanyId, stickerId: number, patch: StickerPatch): Effect.Effect<Option.Option<StickerRow>>
+  deleteSticker(companyId: CompanyId, stickerId: number): Effect.Effect<boolean>
   /** A live (not deleted) message of the company, with the attachment when it is that message's. */
-  attachmentSource(companyId: number, messageId: number, attachmentId: number): Effect.Effect<Option.Option<AttachmentSource>>
+  attachmentSource(companyId: CompanyId, messageId: number, attachmentId: number): Effect.Effect<Option.Option<AttachmentSource>>
   /** Connected, live Telegram channels (`msgr_b`) of the company, oldest first. */
-  telegramChannels(companyId: number): Effect.Effect<ReadonlyArray<number>>
+  telegramChannels(companyId: CompanyId): Effect.Effect<ReadonlyArray<number>>
 }>()("crm/stickers/StickersRepo") {
   static readonly layer = Layer.effect(
     StickersRepo,
@@ -92,13 +93,13 @@ export class StickersRepo extends Context.Service<StickersRepo, {
       const packColumns = sql`id, company_id, name, tray_emoji, is_system, source, position`
       const stickerColumns = sql`id, company_id, pack_id, storage_path, width, height, size, is_animated, emoji_tags, position`
 
-      const listPacks = (companyId: number) =>
+      const listPacks = (companyId: CompanyId) =>
         sql<PackRow>`
           SELECT ${packColumns} FROM sticker_packs
           WHERE company_id = ${companyId} AND deleted_at IS NULL
           ORDER BY position, id`.pipe(Effect.orDie)
 
-      const findPack = (companyId: number, packId: number) =>
+      const findPack = (companyId: CompanyId, packId: number) =>
         sql<PackRow>`
           SELECT ${packColumns} FROM sticker_packs
           WHERE company_id = ${companyId} AND id = ${packId} AND deleted_at IS NULL`.pipe(
@@ -106,7 +107,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const insertPack = (companyId: number, pack: NewPack) =>
+      const insertPack = (companyId: CompanyId, pack: NewPack) =>
         sql<PackRow>`
           INSERT INTO sticker_packs (company_id, name, tray_emoji, is_system, source, source_name, position)
           VALUES (${companyId}, ${pack.name}, ${pack.tray_emoji}, false, ${pack.source}, ${pack.source_name},
@@ -116,7 +117,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const systemPack = (companyId: number) =>
+      const systemPack = (companyId: CompanyId) =>
         Effect.gen(function*() {
           yield* sql`
             INSERT INTO sticker_packs (company_id, name, is_system, source, position)
@@ -129,7 +130,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           return rows[0]
         }).pipe(Effect.orDie)
 
-      const updatePack = (companyId: number, packId: number, patch: PackPatch) =>
+      const updatePack = (companyId: CompanyId, packId: number, patch: PackPatch) =>
         sql<PackRow>`
           UPDATE sticker_packs SET
             name = COALESCE(${patch.name ?? null}, name),
@@ -142,7 +143,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const deletePack = (companyId: number, packId: number) =>
+      const deletePack = (companyId: CompanyId, packId: number) =>
         Effect.gen(function*() {
           const packs = yield* sql<{ id: number }>`
             UPDATE sticker_packs SET deleted_at = now(), updated_at = now()
@@ -155,7 +156,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           return true
         }).pipe(sql.withTransaction, Effect.orDie)
 
-      const stickersOf = (companyId: number, packIds: ReadonlyArray<number>) =>
+      const stickersOf = (companyId: CompanyId, packIds: ReadonlyArray<number>) =>
         packIds.length === 0
           ? Effect.succeed([])
           : sql<StickerRow>`
@@ -163,7 +164,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
               WHERE company_id = ${companyId} AND ${sql.in("pack_id", packIds)} AND deleted_at IS NULL
               ORDER BY pack_id, position, id`.pipe(Effect.orDie)
 
-      const findSticker = (companyId: number, stickerId: number) =>
+      const findSticker = (companyId: CompanyId, stickerId: number) =>
         sql<StickerRow>`
           SELECT s.id, s.company_id, s.pack_id, s.storage_path, s.width, s.height, s.size, s.is_animated, s.emoji_tags, s.position
           FROM stickers s
@@ -173,7 +174,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const insertSticker = (companyId: number, packId: number, s: NewSticker) =>
+      const insertSticker = (companyId: CompanyId, packId: number, s: NewSticker) =>
         sql<StickerRow>`
           INSERT INTO stickers (company_id, pack_id, storage_path, width, height, size, emoji_tags, original_name, source_message_id, position)
           VALUES (${companyId}, ${packId}, ${s.storage_path}, ${s.width}, ${s.height}, ${s.size}, ${JSON.stringify(s.emoji_tags)}::jsonb,
@@ -185,7 +186,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const updateSticker = (companyId: number, stickerId: number, patch: StickerPatch) => {
+      const updateSticker = (companyId: CompanyId, stickerId: number, patch: StickerPatch) => {
         // A sticker moved without an explicit position goes to the end of its new pack.
         const position = patch.position !== undefined
           ? sql`${patch.position}`
@@ -207,7 +208,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
         )
       }
 
-      const deleteSticker = (companyId: number, stickerId: number) =>
+      const deleteSticker = (companyId: CompanyId, stickerId: number) =>
         sql<{ id: number }>`
           UPDATE stickers SET deleted_at = now(), updated_at = now()
           WHERE company_id = ${companyId} AND id = ${stickerId} AND deleted_at IS NULL
@@ -216,7 +217,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const attachmentSource = (companyId: number, messageId: number, attachmentId: number) =>
+      const attachmentSource = (companyId: CompanyId, messageId: number, attachmentId: number) =>
         sql<AttachmentSource>`
           SELECT m.channel_id, a.id AS attachment_id, a.storage_path
           FROM messages m
@@ -226,7 +227,7 @@ export class StickersRepo extends Context.Service<StickersRepo, {
           Effect.orDie
         )
 
-      const telegramChannels = (companyId: number) =>
+      const telegramChannels = (companyId: CompanyId) =>
         sql<{ id: number }>`
           SELECT id FROM channels
           WHERE company_id = ${companyId} AND type = 'msgr_b' AND provider = 'telegram'

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import type { HttpServerResponse, Multipart } from "effect/http"
 import { SqlClient } from "effect/sql"
-import { CurrentActor, requirePermission } from "../auth/Domain.ts"
+import { type CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { BlobStore, ownedBy } from "../platform/files/BlobStore.ts"
 import { fileResponse } from "../platform/files/FileResponse.ts"
 import { Imaging } from "../platform/files/Imaging.ts"
@@ -85,13 +85,13 @@ export class Stickers extends Context.Service<Stickers, {
   updateSticker(stickerId: number, input: UpdateSticker): Effect.Effect<Sticker, Denied | Unprocessable, CurrentActor>
   deleteSticker(stickerId: number): Effect.Effect<void, Denied, CurrentActor>
   /** The file behind a signed link (the caller has checked the signature, which covers `company`), ranges and validators included. */
-  file(companyId: number, stickerId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
+  file(companyId: CompanyId, stickerId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
   /** The conversion pipeline, within the runner's imaging permits. */
   convert(bytes: Uint8Array): Effect.Effect<ConvertedSticker, StickerImageRejected>
   /** A stored sticker as the API shows it. */
   view(row: StickerRow): Sticker
   /** Writes the file and the row of a converted sticker (append to the pack). */
-  store(companyId: number, packId: number, sticker: Prepared): Effect.Effect<StickerRow>
+  store(companyId: CompanyId, packId: number, sticker: Prepared): Effect.Effect<StickerRow>
 }>()("crm/stickers/Stickers") {
   static readonly layerNoDeps = Layer.effect(
     Stickers,
@@ -128,7 +128,7 @@ export class Stickers extends Context.Service<Stickers, {
         stickers: stickers.map(view)
       })
 
-      const withStickers = (companyId: number, packs: ReadonlyArray<PackRow>) =>
+      const withStickers = (companyId: CompanyId, packs: ReadonlyArray<PackRow>) =>
         Effect.map(repo.stickersOf(companyId, packs.map((p) => p.id)), (rows) => {
           const byPack = new Map<number, Array<StickerRow>>()
           for (const row of rows) {
@@ -139,13 +139,13 @@ export class Stickers extends Context.Service<Stickers, {
           return packs.map((pack) => packView(pack, byPack.get(pack.id) ?? []))
         })
 
-      const livePack = Effect.fnUntraced(function*(companyId: number, packId: number) {
+      const livePack = Effect.fnUntraced(function*(companyId: CompanyId, packId: number) {
         const pack = yield* repo.findPack(companyId, packId)
         if (Option.isNone(pack)) return yield* packNotFound()
         return pack.value
       })
 
-      const store = Effect.fnUntraced(function*(companyId: number, packId: number, sticker: Prepared) {
+      const store = Effect.fnUntraced(function*(companyId: CompanyId, packId: number, sticker: Prepared) {
         const path = blobs.newPath(companyId, "stickers", ".webp")
         yield* blobs.write(path, sticker.converted.bytes).pipe(Effect.orDie)
         return yield* repo.insertSticker(companyId, packId, {
@@ -286,7 +286,7 @@ export class Stickers extends Context.Service<Stickers, {
         if (!(yield* repo.deleteSticker(company.id, stickerId))) return yield* stickerNotFound()
       })
 
-      const file = Effect.fn("Stickers.file")(function*(companyId: number, stickerId: number) {
+      const file = Effect.fn("Stickers.file")(function*(companyId: CompanyId, stickerId: number) {
         const row = yield* repo.findSticker(companyId, stickerId)
         if (Option.isNone(row)) return yield* stickerNotFound()
         return yield* fileResponse(blobs, row.value.storage_path, { mimeType: "image/webp", fileName: null }).pipe(

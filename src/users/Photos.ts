@@ -1,3 +1,4 @@
+import type { CompanyId } from "../auth/Domain.ts"
 import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerResponse } from "effect/http"
 import { PhotoFiles } from "../media/PhotoFiles.ts"
@@ -11,7 +12,7 @@ const photoNotFound = () => notFound("Photo not found.")
  * request, so a link made for a company stops working when the user leaves it.
  */
 export class UserPhotos extends Context.Service<UserPhotos, {
-  serve(companyId: number, userId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
+  serve(companyId: CompanyId, userId: number): Effect.Effect<HttpServerResponse.HttpServerResponse, NotFound>
 }>()("crm/users/UserPhotos") {
   static readonly layerNoDeps = Layer.effect(
     UserPhotos,
@@ -19,7 +20,7 @@ export class UserPhotos extends Context.Service<UserPhotos, {
       const repo = yield* UsersRepo
       const files = yield* PhotoFiles
 
-      const serve = Effect.fn("UserPhotos.serve")(function*(companyId: number, userId: number) {
+      const serve = Effect.fn("UserPhotos.serve")(function*(companyId: CompanyId, userId: number) {
         const found = yield* repo.photo(companyId, userId)
         if (Option.isNone(found)) return yield* photoNotFound()
         // The upload stays in the namespace of the company it was made in: a user's photo is theirs in every company.

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import type { CompanyId } from "../auth/Domain.ts"
 import { SqlClient } from "effect/sql"
 
 export interface StoredPhoto {
@@ -8,14 +9,14 @@ export interface StoredPhoto {
 
 export class UsersRepo extends Context.Service<UsersRepo, {
   /** The photo of a user who is a member of `companyId`; none without a photo or without the membership. */
-  photo(companyId: number, userId: number): Effect.Effect<Option.Option<StoredPhoto>>
+  photo(companyId: CompanyId, userId: number): Effect.Effect<Option.Option<StoredPhoto>>
 }>()("crm/users/UsersRepo") {
   static readonly layer = Layer.effect(
     UsersRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const photo = (companyId: number, userId: number) =>
+      const photo = (companyId: CompanyId, userId: number) =>
         sql<StoredPhoto>`
           SELECT u.photo_path, u.photo_mime_type
           FROM memberships m JOIN users u ON u.id = m.user_id

@@ -3,7 +3,7 @@ import { decideLogged } from "../../cluster/CompanyHandlers.ts"
 import { blockRules } from "../../src/contacts/Blocking.ts"
 import { toE164 } from "../../src/contacts/Domain.ts"
 import { callState } from "../../src/contacts/Eligibility.ts"
-import type { PermissionRequestRow } from "../../src/contacts/Repo.ts"
+import type { PermissionRequestRow } from "../../src/contacts/EligibilityRepo.ts"
 
 const hour = 3_600_000
 const now = 10 * 24 * hour

@@ -23,7 +23,7 @@ afterAll(async () => {
 })
 
 const jobCount = (companyId: number) =>
-  query<{ n: number }>(server, "SELECT count(*)::int AS n FROM sticker_imports WHERE company_id = $1", [companyId]).then((r) => r[0].n)
+  query<{ n: number }>(server, "SELECT count(*)::int AS n FROM jobs WHERE kind = 'sticker.import' AND company_id = $1", [companyId]).then((r) => r[0].n)
 
 const finished = (token: string) => eventually(async () => (await finishedEvents(server, token))[0])
 
@@ -141,7 +141,11 @@ describe("the background import", () => {
       const replayed = yield* Effect.promise(() => finishedEvents(server, company.token))
       assert.deepStrictEqual(replayed.map((e) => e.data), [realtime.data])
       const [job] = yield* Effect.promise(() =>
-        query<{ status: string; outcome: string; lease_owner: string | null }>(server, "SELECT status, outcome, lease_owner FROM sticker_imports WHERE company_id = $1", [company.id])
+        query<{ status: string; outcome: string; lease_owner: string | null }>(
+          server,
+          "SELECT status, result->>'outcome' AS outcome, lease_owner FROM jobs WHERE kind = 'sticker.import' AND company_id = $1",
+          [company.id]
+        )
       )
       assert.deepStrictEqual(job, { status: "finished", outcome: "success", lease_owner: null })
     }))

@@ -45,7 +45,9 @@ const newDir = async () => {
 const jobs = (server: RunningServer, companyId: number) =>
   query<{ id: number; status: string; outcome: string | null; imported: number; failed: number; next_index: number }>(
     server,
-    "SELECT id, status, outcome, imported, failed, next_index FROM sticker_imports WHERE company_id = $1 ORDER BY id",
+    `SELECT id, status, result->>'outcome' AS outcome, (progress->>'imported')::int AS imported, (progress->>'failed')::int AS failed,
+       (progress->>'next_index')::int AS next_index
+     FROM jobs WHERE kind = 'sticker.import' AND company_id = $1 ORDER BY id`,
     [companyId]
   )
 
@@ -88,20 +90,27 @@ describe("sticker imports survive restarts", () => {
     const bot = await telegramChannel(server, tg, company.token)
     const queued = await stickerSet(tg, ["static", "static"])
     const orphan = await stickerSet(tg, ["static", "animated", "static", "static"])
-    const items = (set: typeof queued) =>
-      JSON.stringify(set.stickers.filter((s) => !s.is_animated).map((s) => ({ file_id: s.file_id, emoji: s.emoji ?? null })))
+    const payload = (set: typeof queued, skipped: number) =>
+      JSON.stringify({
+        channel_id: bot.id,
+        user_id: null,
+        set_name: set.name,
+        title: set.title,
+        items: set.stickers.filter((s) => !s.is_animated).map((s) => ({ file_id: s.file_id, emoji: s.emoji ?? null })),
+        skipped_animated: skipped,
+        truncated: false
+      })
     await query(
       server,
-      `INSERT INTO sticker_imports (company_id, channel_id, set_name, title, items, skipped_animated, truncated, status)
-       VALUES ($1, $2, $3, $4, $5::jsonb, 0, false, 'queued')`,
-      [company.id, bot.id, queued.name, queued.title, items(queued)]
+      `INSERT INTO jobs (kind, company_id, payload, status)
+       VALUES ('sticker.import', $1, $2::jsonb, 'queued')`,
+      [company.id, payload(queued, 0)]
     )
     await query(
       server,
-      `INSERT INTO sticker_imports (company_id, channel_id, set_name, title, items, skipped_animated, truncated, status,
-         lease_owner, lease_until)
-       VALUES ($1, $2, $3, $4, $5::jsonb, 1, false, 'running', 'a-runner-that-died', now() - interval '1 minute')`,
-      [company.id, bot.id, orphan.name, orphan.title, items(orphan)]
+      `INSERT INTO jobs (kind, company_id, payload, status, attempts, lease_owner, lease_until)
+       VALUES ('sticker.import', $1, $2::jsonb, 'running', 1, 'a-runner-that-died', now() - interval '1 minute')`,
+      [company.id, payload(orphan, 1)]
     )
     await server.close()
 

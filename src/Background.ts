@@ -1,0 +1,17 @@
+import { Layer } from "effect"
+import { RemindersLayer } from "./deals/Reminders.ts"
+import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
+import { Jobs } from "./platform/Jobs.ts"
+import { DispatcherLayer } from "./realtime/Dispatcher.ts"
+import { StickerImportHandler } from "./stickers/Imports.ts"
+import { StickersRepo } from "./stickers/Repo.ts"
+import { Stickers } from "./stickers/Stickers.ts"
+
+/** Every job kind this process runs; a new kind adds its handler here. */
+const JobRunner = Jobs.runner([StickerImportHandler]).pipe(Layer.provide([Stickers.layer, StickersRepo.layer]))
+
+/**
+ * Every worker and consumer of committed events, in one place. Built before the HTTP server
+ * listens, so the consumers subscribe before the first request can commit an event.
+ */
+export const BackgroundLayer = Layer.mergeAll(DispatcherLayer, JobRunner, WebhookDeliveryLayer, RemindersLayer)

@@ -1,0 +1,266 @@
+import { Cause, Clock, Context, Data, DateTime, Duration, Effect, FiberSet, Layer, Option, Predicate, PubSub, Schema, type Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import { randomUUID } from "node:crypto"
+
+/** The job is no longer this runner's: its lease ran out and another runner adopted it. */
+export class JobLeaseLost extends Data.TaggedError("JobLeaseLost")<{ readonly id: number }> {}
+
+/**
+ * A kind of durable job: what its payload and checkpoints look like, and how a runner treats it.
+ * Declared in its area (beside the handler); the runner of `src/Background.ts` registers handlers.
+ */
+export interface JobKind<P, Pr> {
+  readonly name: string
+  readonly payload: Schema.Codec<P, unknown>
+  readonly progress: Schema.Codec<Pr, unknown>
+  /** Jobs of this kind one runner works at once. */
+  readonly concurrency: number
+  /** How long a claim holds without an `advance` or `renew`; after that any runner may adopt the job. */
+  readonly lease: Duration.Duration
+  /** Claims (first run, retries, adoptions after a runner died) before the job is marked failed. */
+  readonly maxAttempts: number
+  /** Wait before the next attempt once attempt `attempt` failed. */
+  readonly retryDelay: (attempt: number) => Duration.Duration
+}
+
+export const jobKind = <P, Pr = never>(name: string, options: {
+  readonly payload: Schema.Codec<P, unknown>
+  readonly progress?: Schema.Codec<Pr, unknown>
+  readonly concurrency?: number
+  readonly lease?: Duration.Input
+  readonly maxAttempts?: number
+  readonly retryDelay?: (attempt: number) => Duration.Input
+}): JobKind<P, Pr> => ({
+  name,
+  payload: options.payload,
+  progress: options.progress ?? (Schema.Never as unknown as Schema.Codec<Pr, unknown>),
+  concurrency: options.concurrency ?? Number.POSITIVE_INFINITY,
+  lease: Duration.fromInputUnsafe(options.lease ?? "60 seconds"),
+  maxAttempts: options.maxAttempts ?? 5,
+  retryDelay: (attempt) =>
+    options.retryDelay !== undefined
+      ? Duration.fromInputUnsafe(options.retryDelay(attempt))
+      : Duration.seconds(Math.min(30 * 2 ** (attempt - 1), 3600))
+})
+
+/** One claimed job, as its handler sees it. Every write checks the lease, so a runner that lost it stops at its next step. */
+export interface JobRun<P, Pr> {
+  readonly id: number
+  readonly companyId: number
+  readonly payload: P
+  /** The last checkpoint (`advance`), when an earlier attempt got that far. */
+  readonly progress: Option.Option<Pr>
+  /** 1 on the first claim. */
+  readonly attempt: number
+  /** Records a checkpoint and renews the lease, in the caller's transaction (with the handler's own writes). */
+  advance(progress: Pr): Effect.Effect<void, JobLeaseLost>
+  readonly renew: Effect.Effect<void, JobLeaseLost>
+  /**
+   * Marks the job finished with `result`, in the caller's transaction (e.g. with the event that announces
+   * it). A handler that returns without it finishes with a null result.
+   */
+  complete(result: unknown): Effect.Effect<void, JobLeaseLost>
+}
+
+/**
+ * A kind's handler. A failure or defect leaves the job to be retried (after `retryDelay`, up to
+ * `maxAttempts`); an interruption (shutdown) hands it back to the queue for any runner at once.
+ */
+export interface JobHandler<R> {
+  readonly kind: JobKind<any, any>
+  readonly make: Effect.Effect<(job: JobRun<any, any>) => Effect.Effect<void, unknown>, never, R>
+}
+
+export const jobHandler = <P, Pr, R>(
+  kind: JobKind<P, Pr>,
+  make: Effect.Effect<(job: JobRun<P, Pr>) => Effect.Effect<void, unknown>, never, R>
+): JobHandler<R> => ({ kind, make })
+
+/** How often a runner looks for jobs to adopt (handed back at shutdown, or whose runner died). */
+export const adoptEvery = Duration.seconds(30)
+
+interface ClaimedRow {
+  readonly id: number
+  readonly company_id: number
+  readonly payload: unknown
+  readonly progress: unknown
+  readonly attempts: number
+}
+
+const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+const after = (from: Date, duration: Duration.Duration) => new Date(from.getTime() + Duration.toMillis(duration))
+const json = (value: unknown) => JSON.stringify(value ?? null)
+
+export class Jobs extends Context.Service<Jobs, {
+  /**
+   * Records a job of `kind` (in the caller's transaction, if any); after commit the runners of
+   * this process look for work at once. It runs from `runAfter` (default: now, by `Clock`).
+   */
+  enqueue<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, options?: {
+    readonly runAfter?: DateTime.DateTime
+  }): Effect.Effect<number>
+  /** Signals to this process's runners that there may be work. */
+  readonly wake: Effect.Effect<void>
+  readonly wakeups: Effect.Effect<PubSub.Subscription<void>, never, Scope.Scope>
+}>()("crm/platform/Jobs") {
+  static readonly layer = Layer.effect(
+    Jobs,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const bus = yield* PubSub.sliding<void>(1)
+      const wake = PubSub.publish(bus, undefined).pipe(Effect.asVoid)
+
+      const enqueue = Effect.fn("Jobs.enqueue")(function*<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, options?: {
+        readonly runAfter?: DateTime.DateTime
+      }) {
+        const encoded = yield* Schema.encodeEffect(kind.payload)(payload)
+        const runAfter = options?.runAfter !== undefined ? DateTime.toDateUtc(options.runAfter) : yield* nowDate
+        const rows = yield* sql<{ id: number }>`
+          INSERT INTO jobs (kind, company_id, payload, run_after)
+          VALUES (${kind.name}, ${companyId}, ${json(encoded)}::jsonb, ${runAfter})
+          RETURNING id`
+        yield* sql.afterCommit(wake)
+        return rows[0].id
+      }, Effect.orDie)
+
+      return Jobs.of({ enqueue, wake, wakeups: PubSub.subscribe(bus) })
+    })
+  )
+
+  /**
+   * The runner: claims due jobs of the registered kinds (up to each kind's concurrency), adopts
+   * jobs whose lease ran out, hands its jobs back when its scope closes. Claims are one statement
+   * (`FOR UPDATE SKIP LOCKED`), so runners of several processes share the table.
+   */
+  static readonly runner = <R>(handlers: ReadonlyArray<JobHandler<R>>) =>
+    Layer.effectDiscard(Effect.gen(function*() {
+      const jobs = yield* Jobs
+      const sql = yield* SqlClient.SqlClient
+      const fibers = yield* FiberSet.make<void, never>()
+      const wakeups = yield* jobs.wakeups
+      const kinds = yield* Effect.forEach(handlers, (h) =>
+        Effect.map(h.make, (handle) => ({ kind: h.kind, handle, running: 0 })))
+      if (kinds.length === 0) return
+      const names = kinds.map((k) => k.kind.name)
+
+      const claim = Effect.fnUntraced(function*(kind: JobKind<any, any>, owner: string) {
+        const now = yield* nowDate
+        const rows = yield* sql<ClaimedRow>`
+          UPDATE jobs SET status = 'running', lease_owner = ${owner}, lease_until = ${after(now, kind.lease)},
+            attempts = attempts + 1, updated_at = now()
+          WHERE id = (
+            SELECT id FROM jobs
+            WHERE kind = ${kind.name} AND status IN ('queued', 'running')
+              AND ((status = 'queued' AND run_after <= ${now}) OR (status = 'running' AND (lease_until IS NULL OR lease_until < ${now})))
+            ORDER BY id
+            LIMIT 1
+            FOR UPDATE SKIP LOCKED)
+          RETURNING id, company_id, payload, progress, attempts`
+        return Option.fromNullishOr(rows[0])
+      })
+
+      const work = (entry: typeof kinds[number], row: ClaimedRow, owner: string) => {
+        const { kind } = entry
+        const mine = sql`company_id = ${row.company_id} AND id = ${row.id} AND lease_owner = ${owner} AND status = 'running'`
+        const held = (rows: ReadonlyArray<unknown>) => rows.length > 0 ? Effect.void : Effect.fail(new JobLeaseLost({ id: row.id }))
+        const renewal = Effect.map(nowDate, (now) => sql`lease_until = ${after(now, kind.lease)}`)
+
+        const advance = (progress: unknown) =>
+          Effect.gen(function*() {
+            const encoded = yield* Schema.encodeUnknownEffect(kind.progress)(progress).pipe(Effect.orDie)
+            const rows = yield* sql`
+              UPDATE jobs SET progress = ${json(encoded)}::jsonb, ${yield* renewal}, updated_at = now()
+              WHERE ${mine} RETURNING id`.pipe(Effect.orDie)
+            return yield* held(rows)
+          })
+        const renew = Effect.gen(function*() {
+          const rows = yield* sql`UPDATE jobs SET ${yield* renewal}, updated_at = now() WHERE ${mine} RETURNING id`.pipe(Effect.orDie)
+          return yield* held(rows)
+        })
+        const complete = (result: unknown) =>
+          sql`
+            UPDATE jobs SET status = 'finished', result = ${json(result)}::jsonb, error = NULL, lease_owner = NULL,
+              lease_until = NULL, finished_at = now(), updated_at = now()
+            WHERE ${mine} RETURNING id`.pipe(Effect.orDie, Effect.flatMap(held))
+
+        const fail = (cause: Cause.Cause<unknown>) =>
+          Effect.gen(function*() {
+            const now = yield* nowDate
+            const giveUp = row.attempts >= kind.maxAttempts
+            yield* Effect.logWarning(giveUp ? "job failed for good" : "job failed; it will be retried", cause)
+            yield* sql`
+              UPDATE jobs SET status = ${giveUp ? "failed" : "queued"}, error = ${Cause.pretty(cause)},
+                lease_owner = NULL, lease_until = NULL, run_after = ${after(now, kind.retryDelay(row.attempts))},
+                finished_at = ${giveUp ? sql`now()` : sql`NULL`}, updated_at = now()
+              WHERE ${mine}`
+          })
+
+        // At shutdown the job goes back to the queue, for the next runner (or this one restarted); the claim did not count.
+        const release = sql`
+          UPDATE jobs SET status = 'queued', lease_owner = NULL, lease_until = NULL, attempts = GREATEST(attempts - 1, 0),
+            updated_at = now()
+          WHERE ${mine}`.pipe(Effect.ignore)
+
+        const run = Effect.gen(function*() {
+          if (row.attempts > kind.maxAttempts) {
+            return yield* Effect.fail(`gave up after ${kind.maxAttempts} attempts whose runners stopped`)
+          }
+          const payload = yield* Schema.decodeUnknownEffect(kind.payload)(row.payload)
+          const progress = row.progress === null
+            ? Option.none()
+            : Option.some(yield* Schema.decodeUnknownEffect(kind.progress)(row.progress))
+          yield* entry.handle({ id: row.id, companyId: row.company_id, payload, progress, attempt: row.attempts, advance, renew, complete })
+          yield* complete(null).pipe(Effect.ignore)
+        })
+
+        return run.pipe(
+          Effect.onInterrupt(() => release),
+          Effect.catchCause((cause) => {
+            if (Cause.hasInterruptsOnly(cause)) return Effect.interrupt
+            const error = Cause.findError(cause)
+            if (error._tag === "Success" && Predicate.isTagged(error.success, "JobLeaseLost")) {
+              return Effect.logInfo("job lease lost; its adopter carries on")
+            }
+            return fail(cause)
+          }),
+          Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.interrupt : Effect.logError("job bookkeeping failed", cause)),
+          Effect.ensuring(Effect.andThen(Effect.sync(() => entry.running--), jobs.wake)),
+          Effect.annotateLogs({ job: row.id, job_kind: kind.name, company_id: row.company_id })
+        )
+      }
+
+      const poll = Effect.gen(function*() {
+        let claimed = true
+        while (claimed) {
+          claimed = false
+          for (const entry of kinds) {
+            if (entry.running >= entry.kind.concurrency) continue
+            const owner = randomUUID()
+            const row = yield* claim(entry.kind, owner)
+            if (Option.isNone(row)) continue
+            claimed = true
+            entry.running++
+            yield* FiberSet.run(fibers, work(entry, row.value, owner))
+          }
+        }
+      })
+
+      /** Until the next scheduled job falls due, or the next adoption round, whichever is first. */
+      const pause = Effect.gen(function*() {
+        const now = yield* nowDate
+        const rows = yield* sql<{ due: Date | null }>`
+          SELECT min(run_after) AS due FROM jobs
+          WHERE kind IN ${sql.in(names)} AND status = 'queued' AND run_after > ${now}`
+        const due = rows[0]?.due
+        if (due === null || due === undefined) return adoptEvery
+        return Duration.min(adoptEvery, Duration.millis(Math.max(0, due.getTime() - now.getTime())))
+      })
+
+      yield* Effect.forkScoped(Effect.forever(
+        Effect.andThen(poll, pause).pipe(
+          Effect.catchCause((cause) => Effect.as(Effect.logWarning("job polling failed", cause), adoptEvery)),
+          Effect.flatMap((wait) => Effect.timeoutOption(PubSub.take(wakeups), wait))
+        )
+      ))
+    }))
+}
