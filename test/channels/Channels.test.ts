@@ -4,9 +4,10 @@ import { afterAll, beforeAll } from "vitest"
 import { Channels } from "../../src/channels/Channels.ts"
 import { type ChannelContext, type ProviderAdapter, Providers } from "../../src/providers/Provider.ts"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
-import { addUser, mobileLogin, query } from "../auth/support.ts"
+import { addUser, mobileLogin } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 let tg: TelegramFake

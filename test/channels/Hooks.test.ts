@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { createHmac } from "node:crypto"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -4,10 +4,11 @@ import { afterAll, beforeAll } from "vitest"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
-import { createChannel, inbound, send, sqlQuery, threadOf } from "../messages/support.ts"
+import { createChannel, inbound, send, threadOf } from "../messages/support.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { ageInbound, createContact, eventsOf, getContact } from "./support.ts"
+import { ageInbound, createContact, getContact } from "./support.ts"
+import { eventsOf, query } from "../support/Sql.ts"
 
 let server: RunningServer
 let wa: WhatsAppFake
@@ -30,7 +31,7 @@ const contactOnThreeChannels = async (token: string, settings: Record<string, un
   const business = await createChannel(server, token, "msgr_a_business", { settings })
   const other = await createChannel(server, token, "msgr_b")
   const first = await inbound(server, token, personal, { from: { external_id: "15550000001", name: "Blocky" } })
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [first.conversation_id])
+  const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [first.conversation_id])
   // The same person on the business channel and on msgr_b, linked to the same contact.
   await request(server, "PATCH", `/v1/contacts/${contact_id}`, {
     token,
@@ -173,7 +174,7 @@ describe("block preview and the block state table", () => {
       })
       const res = await request(server, "POST", `/hooks/whatsapp/${channelId}`, { raw: hook.body, headers: { "x-hub-signature-256": hook.signature } })
       assert.strictEqual(res.status, 200, JSON.stringify(res.body))
-      const [row] = await sqlQuery<{ contact_id: number }>(
+      const [row] = await query<{ contact_id: number }>(
         server,
         "SELECT contact_id FROM contact_accounts WHERE company_id = $1 AND external_id = $2",
         [company.id, waId]
@@ -264,7 +265,7 @@ describe("block throttles", () => {
   it("allows 300 changes a day per company, counting the durable log", async () => {
     const company = await createCompany(server)
     // 299 changes earlier today, spread over contacts, older than an hour.
-    await sqlQuery(
+    await query(
       server,
       `INSERT INTO company_throttle_log (company_id, log, subject, at)
        SELECT $1, 'contact_block', (i % 60)::text, now() - interval '2 hours' - make_interval(secs => i) FROM generate_series(1, 299) i`,
@@ -306,7 +307,7 @@ describe("opt-out and opt-in", () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")
     const received = await inbound(server, company.token, channelId, { from: { external_id: "stopper" }, text: " STOP " })
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
     const contact = (await getContact(server, company.token, contact_id)).body.data
     assert.notStrictEqual(contact.opted_out_at, null)
     const [event] = await eventsOf(server, company.id, "contact.opted_out")

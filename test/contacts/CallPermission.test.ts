@@ -5,9 +5,10 @@ import { type ChannelContext, Providers } from "../../src/providers/Provider.ts"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { callPermissionText } from "../../src/contacts/Eligibility.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
-import { createChannel, inbound, sqlQuery, threadOf } from "../messages/support.ts"
+import { createChannel, inbound, threadOf } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { ageInbound, enableTelephony, eventsOf } from "./support.ts"
+import { ageInbound, enableTelephony } from "./support.ts"
+import { eventsOf, query } from "../support/Sql.ts"
 
 let server: RunningServer
 let wa: WhatsAppFake
@@ -37,7 +38,7 @@ const sandboxReply = (token: string, channelId: number, body: Record<string, unk
 const sandboxRequests = (channelId: number) =>
   server.runInApp(SandboxLog.useSync((log) => log.calls(channelId).filter((c) => c.operation === "call_permission_request")))
 const requestRows = (contactId: number) =>
-  sqlQuery<{ status: string; origin: string; permanent: boolean; external_message_id: string | null; requested_by_user_id: number | null }>(
+  query<{ status: string; origin: string; permanent: boolean; external_message_id: string | null; requested_by_user_id: number | null }>(
     server,
     "SELECT status, origin, permanent, external_message_id, requested_by_user_id FROM call_permission_requests WHERE contact_id = $1 ORDER BY id",
     [contactId]
@@ -46,7 +47,7 @@ const permissionEvents = async (companyId: number) =>
   (await eventsOf(server, companyId, "contact.call_permission.updated")).map((e) => e.payload)
 /** Moves every request and answer of the contact `hours` into the past. */
 const age = (contactId: number, hours: number) =>
-  sqlQuery(
+  query(
     server,
     `UPDATE call_permission_requests SET requested_at = requested_at - make_interval(hours => $2),
        answered_at = answered_at - make_interval(hours => $2) WHERE contact_id = $1`,
@@ -75,7 +76,7 @@ const whatsappSetup = async () => {
     messages: [{ from: waId, id: `wamid.HELLO${company.id}`, timestamp: String(now()), type: "text", text: { body: "call me maybe" } }]
   }))
   assert.strictEqual(hello.status, 200, JSON.stringify(hello.body))
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(
+  const [{ contact_id }] = await query<{ contact_id: number }>(
     server,
     "SELECT contact_id FROM contact_accounts WHERE company_id = $1 AND external_id = $2",
     [company.id, waId]
@@ -92,7 +93,7 @@ const sandboxSetup = async (settings: Record<string, unknown> = {}) => {
   const channelId = await createChannel(server, company.token, "msgr_a_business", { settings })
   const externalId = `1888${company.id}`
   const received = await inbound(server, company.token, channelId, { from: { external_id: externalId } })
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+  const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
   return { company, channelId, externalId, contactId: contact_id, threadId: (await threadOf(server, received.message_id)).thread_id }
 }
 
@@ -129,7 +130,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
       ["granted", expires, true, false]
     )
     // The answer is a state of the contact, not a message of the conversation.
-    const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
     assert.strictEqual(n, 1)
 
     const events = await permissionEvents(s.company.id)
@@ -219,7 +220,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
     })
     assert.strictEqual((await s.hook(bare)).status, 200)
     assert.strictEqual((await eligibility(s.company.token, s.contactId, s.channelId)).permission_status, "pending")
-    const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
     assert.strictEqual(n, 1)
 
     const expires = now() + 3 * day
@@ -350,7 +351,7 @@ describe("call permission on the sandbox provider", () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_a_business")
     const received = await inbound(server, company.token, channelId, { from: { external_id: `1999${company.id}` } })
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
     const off = await askPermission(company.token, contact_id, channelId)
     assert.deepStrictEqual([off.status, off.body], [404, { message: `The route v1/contacts/${contact_id}/call-permission/request could not be found.` }])
     assert.deepStrictEqual(await sandboxRequests(channelId), [])

@@ -4,9 +4,10 @@ import { createServer, type Server } from "node:http"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
-import { getLink, jpeg, png, tempDir, upload } from "../media/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { tempDir } from "../media/support.ts"
+import { createCompany, getLink, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
 import { createContact } from "./support.ts"
+import { jpeg, png } from "../support/Images.ts"
 
 let server: RunningServer
 let storageDir: string

@@ -1,6 +1,6 @@
 import { assert } from "@effect/vitest"
-import { sqlQuery } from "../messages/support.ts"
 import { request, type RunningServer } from "../support/TestServer.ts"
+import { query } from "../support/Sql.ts"
 
 export const createContact = async (server: RunningServer, token: string, body: Record<string, unknown>) => {
   const res = await request(server, "POST", "/v1/contacts", { token, body })
@@ -10,14 +10,6 @@ export const createContact = async (server: RunningServer, token: string, body: 
 
 export const getContact = (server: RunningServer, token: string, id: number) =>
   request(server, "GET", `/v1/contacts/${id}`, { token })
-
-/** Events of a company with this key, oldest first (straight from the events table). */
-export const eventsOf = (server: RunningServer, companyId: number, key: string) =>
-  sqlQuery<{ seq: number; payload: any }>(
-    server,
-    "SELECT seq, payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq",
-    [companyId, key]
-  )
 
 export const enableTelephony = async (server: RunningServer, companyId: number) => {
   const res = await request(server, "PATCH", `/platform/v1/companies/${companyId}`, {
@@ -30,8 +22,8 @@ export const enableTelephony = async (server: RunningServer, companyId: number) 
 /** Moves a thread's last inbound message (and the window it opened) `hours` into the past. */
 export const ageInbound = (server: RunningServer, threadId: number, hours: number) =>
   Promise.all([
-    sqlQuery(server, `UPDATE threads SET last_inbound_at = now() - make_interval(hours => $2) WHERE id = $1`, [threadId, hours]),
-    sqlQuery(server, `UPDATE messages SET "timestamp" = now() - make_interval(hours => $2) WHERE thread_id = $1 AND direction = 'inbound'`, [
+    query(server, `UPDATE threads SET last_inbound_at = now() - make_interval(hours => $2) WHERE id = $1`, [threadId, hours]),
+    query(server, `UPDATE messages SET "timestamp" = now() - make_interval(hours => $2) WHERE thread_id = $1 AND direction = 'inbound'`, [
       threadId,
       hours
     ])

@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, jpeg, png, tempDir, tone, upload, webp } from "./support.ts"
+import { createCompany, getLink, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { tempDir, tone } from "./support.ts"
+import { jpeg, png, webp } from "../support/Images.ts"
+import { payloadsOf, query } from "../support/Sql.ts"
 
 const botToken = "700300:AAmediaTestBotTokenValue_123456"
 let server: RunningServer
@@ -30,20 +31,11 @@ const uploadPng = async (token: string, name = "pic.png") => {
 const sticker = async (token: string) => {
   const pack = await request(server, "POST", "/v1/sticker-packs", { token, body: { name: "Pack", tray_emoji: "🙂" } })
   assert.strictEqual(pack.status, 201, JSON.stringify(pack.body))
-  const form = new FormData()
-  form.append("files[]", new Blob([await webp(600, 600)], { type: "image/webp" }), "s.webp")
-  const res = await fetch(`${server.url}/v1/sticker-packs/${pack.body.data.pack.id}/stickers`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, accept: "application/json" },
-    body: form
-  })
-  const body = (await res.json()) as any
-  assert.ok(res.status === 200 || res.status === 201, JSON.stringify(body))
-  return body.data.created[0].id as number
+  const file = { bytes: await webp(600, 600), name: "s.webp", type: "image/webp", field: "files[]" }
+  const res = await upload(server, token, `/v1/sticker-packs/${pack.body.data.pack.id}/stickers`, file)
+  assert.ok(res.status === 200 || res.status === 201, JSON.stringify(res.body))
+  return res.body.data.created[0].id as number
 }
-
-const eventsOf = (companyId: number, key: string) =>
-  query<{ payload: any }>(server, "SELECT payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq", [companyId, key])
 
 describe("attachments on send and direct create", () => {
   it("sends an uploaded image: the attachment row carries the media, a signed url and a 640 thumbnail", async () => {
@@ -69,7 +61,7 @@ describe("attachments on send and direct create", () => {
     assert.strictEqual(original.status, 200)
     assert.deepStrictEqual(original.bytes, media.bytes)
     // The event carries the same attachment.
-    const created = (await eventsOf(a.id, "message.created")).map((e) => e.payload).find((p) => p.message.id === m.id)
+    const created = (await payloadsOf(server, a.id, "message.created")).find((p) => p.message.id === m.id)
     assert.strictEqual(created.message.attachments[0].url, att.url)
     // And a later read renders it the same way.
     const again = await request(server, "GET", `/v1/messages/${m.id}`, { token: a.token })
@@ -168,7 +160,7 @@ describe("GET / POST /v1/messages/{id}/attachments", () => {
     const list = await request(server, "GET", `/v1/messages/${id}/attachments`, { token: a.token })
     assert.strictEqual(list.status, 200)
     assert.deepStrictEqual(list.body.data.map((x: any) => x.media_id), [first.id, second.body.media_id])
-    const updated = (await eventsOf(a.id, "message.updated")).map((e) => e.payload).filter((p) => p.message.id === id)
+    const updated = (await payloadsOf(server, a.id, "message.updated")).filter((p) => p.message.id === id)
     assert.deepStrictEqual(updated.map((p) => p.change), ["attachments"])
     assert.strictEqual(updated[0].message.attachments.length, 2)
 
@@ -261,7 +253,7 @@ describe("media through the Telegram adapter", () => {
     const again = await request(server, "POST", `/v1/messages/${msg.id}/attachments/${att.id}/fetch`, { token: company.token })
     assert.strictEqual(again.body.data.url, fetched.body.data.url)
     assert.strictEqual(tg.calls("file").length, downloads)
-    const updated = (await eventsOf(company.id, "message.updated")).map((e) => e.payload).filter((p) => p.message.id === msg.id)
+    const updated = (await payloadsOf(server, company.id, "message.updated")).filter((p) => p.message.id === msg.id)
     assert.deepStrictEqual(updated.map((p) => p.change), ["attachments"])
   })
 

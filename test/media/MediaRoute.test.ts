@@ -6,8 +6,9 @@ import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, jpeg, png, svg, tempDir, upload } from "./support.ts"
+import { createCompany, getLink, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { tempDir } from "./support.ts"
+import { jpeg, png, svg } from "../support/Images.ts"
 
 let server: RunningServer
 const storage = tempDir()

@@ -12,8 +12,9 @@ import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
 import { createContact } from "../contacts/support.ts"
 import { conversationOn, send } from "../messages/support.ts"
 import { createPack, uploadStickers } from "../stickers/support.ts"
-import { createCompany, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, jpeg, png, svg, tempDir, tone, upload } from "./support.ts"
+import { createCompany, getLink, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { tempDir, tone } from "./support.ts"
+import { jpeg, png, svg } from "../support/Images.ts"
 
 let server: RunningServer
 const storage = tempDir("crm-ranges-")

@@ -1,12 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, fetchPublic, images, listPacks, member, storeFile } from "./support.ts"
+import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createPack, listPacks, member, storeFile } from "./support.ts"
 import { telegramChannel } from "./telegram.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 let tg: TelegramFake
@@ -93,7 +94,7 @@ describe("stickers from a chat message", () => {
     const item = res.body.data.item
     assert.strictEqual(item.pack_id, res.body.data.pack_id)
     assert.deepStrictEqual([item.width, item.height, item.is_animated], [512, 512, false])
-    const file = await fetchPublic(server, item.url)
+    const file = await getLink(server, item.url)
     assert.strictEqual((await sharp(file.bytes).metadata()).format, "webp")
 
     const b = await chatAttachment(company, await images.webp(300, 200))

@@ -3,13 +3,13 @@ import { Effect } from "effect"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
 import { parseSetLink } from "../../src/stickers/Domain.ts"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { createChannel } from "../messages/support.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { fetchPublic, listPacks, member } from "./support.ts"
+import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { listPacks, member } from "./support.ts"
 import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } from "./telegram.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 let tg: TelegramFake
@@ -130,7 +130,7 @@ describe("the background import", () => {
       })
       assert.deepStrictEqual([pack.name, pack.source, pack.is_system, pack.tray_emoji, pack.stickers_count], ["Cats & Co", "telegram", false, "😺", 4])
       assert.deepStrictEqual(pack.stickers.map((s: any) => s.emoji_tags), [["😺"], [], ["🎉"], ["🙂"]])
-      const file = yield* Effect.promise(() => fetchPublic(server, pack.stickers[0].url))
+      const file = yield* Effect.promise(() => getLink(server, pack.stickers[0].url))
       const meta = yield* Effect.promise(() => sharp(file.bytes).metadata())
       assert.deepStrictEqual([meta.format, meta.width, meta.height], ["webp", 512, 512])
 

@@ -4,12 +4,13 @@ import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { type AppConfigShape } from "../../src/platform/Config.ts"
-import { createCompany, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, fetchPublic, images, listPacks, uploadStickers } from "./support.ts"
+import { createCompany, getLink, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createPack, listPacks, uploadStickers } from "./support.ts"
 import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } from "./telegram.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
 
 /**
  * Restarts need a database that outlives a server, and no other server adopting the job
@@ -136,18 +137,18 @@ describe("signed sticker links", () => {
 
     server = await privateServer(dir, { signingKey: Option.some(Redacted.make("first-signing-key-0123456789")) })
     try {
-      assert.strictEqual((await fetchPublic(server, oldUrl)).status, 200)
+      assert.strictEqual((await getLink(server, oldUrl)).status, 200)
     } finally {
       await server.close()
     }
 
     server = await privateServer(dir, { signingKey: Option.some(Redacted.make("second-signing-key-9876543210")) })
     try {
-      assert.strictEqual((await fetchPublic(server, oldUrl)).status, 403)
+      assert.strictEqual((await getLink(server, oldUrl)).status, 403)
       const [listed] = await listPacks(server, company.token)
       const newUrl = listed.stickers[0].url as string
       assert.notStrictEqual(newUrl, oldUrl)
-      assert.strictEqual((await fetchPublic(server, newUrl)).status, 200)
+      assert.strictEqual((await getLink(server, newUrl)).status, 200)
     } finally {
       await server.close()
     }

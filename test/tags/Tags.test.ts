@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
-import { createContact, eventsOf, getContact } from "../contacts/support.ts"
+import { createContact, getContact } from "../contacts/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { eventsOf } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -4,8 +4,9 @@ import { afterAll, beforeAll } from "vitest"
 import type { Actor, CompanyId, UserId } from "../../src/auth/Domain.ts"
 import { rolePermissions } from "../../src/auth/Permissions.ts"
 import { ChannelAccess } from "../../src/auth/ChannelAccess.ts"
-import { accountOf, addUser, mobileLogin, query } from "../auth/support.ts"
+import { accountOf, addUser, mobileLogin } from "../auth/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { releaseOperator } from "../../src/telephony/Telephony.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import {
@@ -14,6 +13,7 @@ import {
   serviceAccountId,
   telephonyCompany
 } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {
