@@ -1,25 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { afterAll, beforeAll } from "vitest"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createChannel, inbound, send, threadOf } from "../messages/support.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createCompany, request } from "../support/TestServer.ts"
 import { ageInbound, createContact, getContact } from "./support.ts"
 import { eventsOf, query } from "../support/Sql.ts"
+import { fileServer } from "../support/FileServer.ts"
 
-let server: RunningServer
-let wa: WhatsAppFake
-beforeAll(async () => {
-  wa = await new WhatsAppFake().start()
-  server = await startServer({ whatsappApiBase: wa.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await wa?.close()
-})
+const wa = new WhatsAppFake()
+const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
 
 const sandboxCalls = (channelId: number) => server.runInApp(SandboxLog.useSync((log) => log.calls(channelId)))
 
@@ -190,14 +182,14 @@ describe("block preview and the block state table", () => {
     const res = await post(company.token, `/v1/contacts/${ok}/block`)
     assert.deepStrictEqual([res.status, res.body.data.provider_failures], [200, []])
     assert.ok(wa.blocked.has(reachable))
-    const request0 = wa.calls("POST block_users").at(-1)!
+    const request0 = wa.http.calls("POST block_users").at(-1)!
     assert.strictEqual(request0.path, `/${creds.phone_number_id}/block_users`)
     assert.deepStrictEqual(request0.body, { messaging_product: "whatsapp", block_users: [{ user: reachable }] })
 
     const unblock = await post(company.token, `/v1/contacts/${ok}/unblock`)
     assert.deepStrictEqual([unblock.status, unblock.body.data.provider_failures], [200, []])
     assert.ok(!wa.blocked.has(reachable))
-    assert.deepStrictEqual(wa.calls("DELETE block_users").at(-1)!.body, { messaging_product: "whatsapp", block_users: [{ user: reachable }] })
+    assert.deepStrictEqual(wa.http.calls("DELETE block_users").at(-1)!.body, { messaging_product: "whatsapp", block_users: [{ user: reachable }] })
 
     const refused = await post(company.token, `/v1/contacts/${closed}/block`, { reason: "abuse" })
     assert.strictEqual(refused.status, 200)

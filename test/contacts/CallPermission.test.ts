@@ -1,25 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { afterAll, beforeAll } from "vitest"
 import { type ChannelContext, Providers } from "../../src/providers/Provider.ts"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { callPermissionText } from "../../src/contacts/Eligibility.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createChannel, inbound, threadOf } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createCompany, request } from "../support/TestServer.ts"
 import { ageInbound, enableTelephony } from "./support.ts"
 import { eventsOf, query } from "../support/Sql.ts"
+import { fileServer } from "../support/FileServer.ts"
 
-let server: RunningServer
-let wa: WhatsAppFake
-beforeAll(async () => {
-  wa = await new WhatsAppFake().start()
-  server = await startServer({ whatsappApiBase: wa.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await wa?.close()
-})
+const wa = new WhatsAppFake()
+const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
 
 const day = 86_400
 const now = () => Math.floor(Date.now() / 1000)
@@ -105,7 +97,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
     const pending = asked.body.data.eligibility.call
     assert.deepStrictEqual([pending.permission_status, pending.can_call, pending.attempts_remaining], ["pending", false, 1])
 
-    const sent = wa.calls("POST messages").filter((r) => r.path === `/${s.creds.phone_number_id}/messages`)
+    const sent = wa.http.calls("POST messages").filter((r) => r.path === `/${s.creds.phone_number_id}/messages`)
     assert.strictEqual(sent.length, 1)
     assert.strictEqual(sent[0].headers.authorization, `Bearer ${s.creds.access_token}`)
     assert.deepStrictEqual(sent[0].body, {
@@ -181,7 +173,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
 
   it("answers a provider failure with 502 and counts nothing; a closed window at the provider is 422", async () => {
     const s = await whatsappSetup()
-    wa.inject("POST messages", { status: 503, body: "unavailable", contentType: "text/plain" })
+    wa.http.inject("POST messages", { status: 503, body: "unavailable", contentType: "text/plain" })
     const down = await askPermission(s.company.token, s.contactId, s.channelId)
     assert.strictEqual(down.status, 502)
     assert.deepStrictEqual(Object.keys(down.body), ["message"])

@@ -1,24 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
-import { afterAll, beforeAll } from "vitest"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, getLink, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { createCompany, getLink, request, upload } from "../support/TestServer.ts"
 import { tempDir, tone } from "./support.ts"
 import { jpeg, png, webp } from "../support/Images.ts"
 import { payloadsOf, query } from "../support/Sql.ts"
+import { fileServer } from "../support/FileServer.ts"
 
 const botToken = "700300:AAmediaTestBotTokenValue_123456"
-let server: RunningServer
-let tg: TelegramFake
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-  tg.tokens.add(botToken)
-  server = await startServer({ storageDir: tempDir(), telegramApiBase: tg.url, appUrl: "https://crm.example.test" })
-})
-afterAll(async () => {
-  await server?.close()
-  await tg?.close()
-})
+const tg = new TelegramFake()
+tg.tokens.add(botToken)
+const server = fileServer(() => ({ storageDir: tempDir(), telegramApiBase: tg.http.url, appUrl: "https://crm.example.test" }), [tg.http])
 
 const uploadPng = async (token: string, name = "pic.png") => {
   const bytes = await png(300, 200)
@@ -213,7 +205,7 @@ describe("media through the Telegram adapter", () => {
     const res = await send(server, company.token, { channel_id: channelId, thread_id: threadId, text: "caption", attachments: [{ media_id: media.id }] })
     assert.strictEqual(res.status, 201, JSON.stringify(res.body))
     assert.strictEqual(res.body.data.status, "sent")
-    const call = tg.calls("sendPhoto").at(-1)!
+    const call = tg.http.calls("sendPhoto").at(-1)!
     assert.strictEqual(call.body.caption, "caption")
     assert.strictEqual(call.files.photo.name, "holiday.png")
     assert.deepStrictEqual([...call.files.photo.bytes], [...media.bytes])
@@ -221,7 +213,7 @@ describe("media through the Telegram adapter", () => {
     const note = await upload(server, company.token, "/v1/uploads/voice", { bytes: tone("mp3"), name: "v.mp3", type: "audio/mpeg" })
     const voice = await send(server, company.token, { channel_id: channelId, thread_id: threadId, attachments: [{ media_id: note.body.media_id }] })
     assert.strictEqual(voice.body.data.status, "sent", JSON.stringify(voice.body))
-    const voiceCall = tg.calls("sendVoice").at(-1)!
+    const voiceCall = tg.http.calls("sendVoice").at(-1)!
     assert.strictEqual(Buffer.from(voiceCall.files.voice.bytes.subarray(0, 4)).toString(), "OggS")
   })
 
@@ -240,7 +232,7 @@ describe("media through the Telegram adapter", () => {
     assert.strictEqual(fetched.status, 200, JSON.stringify(fetched.body))
     assert.match(fetched.body.data.storage_path, new RegExp(`^c${company.id}/attachments/.+\\.jpg$`))
     assert.strictEqual(fetched.body.data.size, photo.byteLength)
-    assert.deepStrictEqual(tg.calls("getFile").at(-1)!.body, { file_id: `photo-${channelId}` })
+    assert.deepStrictEqual(tg.http.calls("getFile").at(-1)!.body, { file_id: `photo-${channelId}` })
     const bytes = await getLink(server, fetched.body.data.url)
     assert.strictEqual(bytes.status, 200)
     assert.strictEqual(bytes.headers.get("content-type"), "image/jpeg")
@@ -249,10 +241,10 @@ describe("media through the Telegram adapter", () => {
     assert.strictEqual(thumb.headers.get("content-type"), "image/webp")
 
     // Fetching again is a no-op: same file, no new download.
-    const downloads = tg.calls("file").length
+    const downloads = tg.http.calls("file").length
     const again = await request(server, "POST", `/v1/messages/${msg.id}/attachments/${att.id}/fetch`, { token: company.token })
     assert.strictEqual(again.body.data.url, fetched.body.data.url)
-    assert.strictEqual(tg.calls("file").length, downloads)
+    assert.strictEqual(tg.http.calls("file").length, downloads)
     const updated = (await payloadsOf(server, company.id, "message.updated")).filter((p) => p.message.id === msg.id)
     assert.deepStrictEqual(updated.map((p) => p.change), ["attachments"])
   })

@@ -92,6 +92,42 @@ describe("Idempotency-Key on POST /v1/messages/send", () => {
     assert.notStrictEqual(expired.body.data.id, mine.body.data.id)
   })
 
+  it("keeps companies apart: the same key makes one message in each, and B never gets A's replay", async () => {
+    const a = await createCompany(server)
+    const b = await createCompany(server)
+    const ca = await conversationOn(server, a.token)
+    const cb = await conversationOn(server, b.token)
+    const key = unique("key")
+    const bodyA = { channel_id: ca.channelId, thread_id: ca.threadId, text: "same key" }
+    const first = await send(server, a.token, bodyA, { "idempotency-key": key })
+    assert.strictEqual(first.status, 201, JSON.stringify(first.body))
+    const theirs = await send(server, b.token, { channel_id: cb.channelId, thread_id: cb.threadId, text: "same key" }, { "idempotency-key": key })
+    assert.strictEqual(theirs.status, 201, JSON.stringify(theirs.body))
+    assert.notStrictEqual(theirs.body.data.id, first.body.data.id)
+    assert.strictEqual(theirs.body.data.thread_id, cb.threadId)
+    assert.strictEqual(await sandboxSends(ca.channelId), 1)
+    assert.strictEqual(await sandboxSends(cb.channelId), 1)
+    assert.strictEqual(await messageCount(server, a.id), 2)
+    assert.strictEqual(await messageCount(server, b.id), 2)
+    const kept = await query<{ company_id: number }>(server, "SELECT company_id FROM idempotency_keys WHERE key = $1 ORDER BY company_id", [key])
+    assert.deepStrictEqual(kept.map((r) => r.company_id), [a.id, b.id].sort((x, y) => x - y))
+
+    // B repeating A's request to the letter, key included: A's channel is not B's, so no replay of A's answer.
+    const copied = await send(server, b.token, bodyA, { "idempotency-key": key })
+    assert.ok(copied.status === 404 || copied.status === 422, `${copied.status} ${JSON.stringify(copied.body)}`)
+    assert.strictEqual(copied.body.data, undefined)
+    const fresh = unique("key")
+    assert.strictEqual((await send(server, a.token, { ...bodyA, text: "only A's" }, { "idempotency-key": fresh })).status, 201)
+    const stolen = await send(server, b.token, { ...bodyA, text: "only A's" }, { "idempotency-key": fresh })
+    assert.strictEqual(stolen.status, 404, JSON.stringify(stolen.body))
+    assert.deepStrictEqual(stolen.body, { message: "Channel not found." })
+
+    const replayed = await send(server, a.token, bodyA, { "idempotency-key": key })
+    assert.deepStrictEqual(replayed.body, first.body)
+    assert.strictEqual(await messageCount(server, a.id), 3)
+    assert.strictEqual(await messageCount(server, b.id), 2)
+  })
+
   it("answers 409 while the first request still holds the key, and settles a key abandoned mid-send", async () => {
     const a = await createCompany(server)
     const c = await conversationOn(server, a.token)

@@ -1,24 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import sharp from "sharp"
-import { afterAll, beforeAll } from "vitest"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn } from "../messages/support.ts"
-import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createCompany, getLink, request } from "../support/TestServer.ts"
 import { createPack, listPacks, member, storeFile } from "./support.ts"
 import { telegramChannel } from "./telegram.ts"
 import * as images from "../support/Images.ts"
 import { query } from "../support/Sql.ts"
+import { fileServer } from "../support/FileServer.ts"
 
-let server: RunningServer
-let tg: TelegramFake
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-  server = await startServer({ telegramApiBase: tg.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await tg?.close()
-})
+const tg = new TelegramFake()
+const server = fileServer(() => ({ telegramApiBase: tg.http.url }), [tg.http])
 
 /** An inbound message on a fresh channel with one attachment row; its file stored when `bytes` is given. */
 const chatAttachment = async (

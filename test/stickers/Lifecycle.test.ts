@@ -17,13 +17,11 @@ import { query } from "../support/Sql.ts"
  * in between: each test here runs its servers one after another on a private embedded
  * database (in both test modes), with files in a private storage directory.
  */
-let tg: TelegramFake
+const tg = new TelegramFake()
 const dirs: Array<string> = []
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-})
+beforeAll(() => tg.http.start())
 afterAll(async () => {
-  await tg?.close()
+  await tg.http.close()
   for (const dir of dirs) await rm(dir, { recursive: true, force: true })
 })
 
@@ -32,7 +30,7 @@ const privateServer = async (dir: string, overrides: Partial<AppConfigShape> = {
     databaseUrl: Option.none(),
     dataDir: dir,
     storageDir: join(dir, "files"),
-    telegramApiBase: tg.url,
+    telegramApiBase: tg.http.url,
     cluster: "single",
     ...overrides
   })
@@ -58,9 +56,9 @@ describe("sticker imports survive restarts", () => {
     const bot = await telegramChannel(server, tg, company.token)
     const set = await stickerSet(tg, ["static", "static", "static", "static"], { emoji: (i) => ["🐶", "🐱", "🐭", "🐹"][i] })
     // The first download is served, the second never answers: the shutdown comes mid-way.
-    tg.inject("file", { status: 200, bytes: new Uint8Array(await images.webp(512, 512)), contentType: "image/webp" })
-    tg.inject("file", "hang")
-    const downloads = () => tg.calls("file").filter((c) => c.path.startsWith(`/file/bot${bot.botToken}/`)).length
+    tg.http.inject("file", { status: 200, bytes: new Uint8Array(await images.webp(512, 512)), contentType: "image/webp" })
+    tg.http.inject("file", "hang")
+    const downloads = () => tg.http.calls("file").filter((c) => c.path.startsWith(`/file/bot${bot.botToken}/`)).length
     assert.strictEqual((await importSet(server, company.token, set.name)).status, 202)
     await eventually(async () => (downloads() === 2 ? true : undefined))
     const [midway] = await jobs(server, company.id)
