@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { uniqueEmail } from "../support/Ids.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
 beforeAll(async () => {

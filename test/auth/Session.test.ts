@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { addUser, cookieHeader, emitEvent, mobileLogin, setCookies } from "./support.ts"
-import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 import { Effect } from "effect"
 import type { Account } from "../../src/auth/Domain.ts"
 import { Events } from "../../src/events/Events.ts"
-import { type Json, request, type RunningServer } from "../support/TestServer.ts"
-import { query } from "../support/Sql.ts"
 import { uniqueEmail } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
+import { type Json, request, type RunningServer } from "../support/TestServer.ts"
 
 export const emitEvent = (server: RunningServer, companyId: number, key: string, payload: unknown) =>
   server.runInApp(Events.use((events) => events.emit(companyId, key, payload)))

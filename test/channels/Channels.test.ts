@@ -5,9 +5,9 @@ import { type ChannelContext, type ProviderAdapter, Providers } from "../../src/
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
-import { createCompany, request } from "../support/TestServer.ts"
-import { query } from "../support/Sql.ts"
 import { fileServer } from "../support/FileServer.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, request } from "../support/TestServer.ts"
 
 const appUrl = "https://crm.example.test"
 const botToken = "700100:AAchannelsTestBotTokenValue_123"

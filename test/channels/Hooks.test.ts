@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { createHmac } from "node:crypto"
 import { afterAll, beforeAll } from "vitest"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { query } from "../support/Sql.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
 beforeAll(async () => {

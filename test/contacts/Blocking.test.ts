@@ -4,11 +4,11 @@ import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createChannel, inbound, send, threadOf } from "../messages/support.ts"
-import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request } from "../support/TestServer.ts"
-import { ageInbound, createContact, getContact } from "./support.ts"
-import { eventsOf, query } from "../support/Sql.ts"
 import { fileServer } from "../support/FileServer.ts"
+import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
+import { eventsOf, query } from "../support/Sql.ts"
+import { createCompany, request } from "../support/TestServer.ts"
+import { ageInbound, createContact, getContact, whatsappChannel } from "./support.ts"
 
 const wa = new WhatsAppFake()
 const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
@@ -141,13 +141,7 @@ describe("block preview and the block state table", () => {
   it("blocks and unblocks through the WhatsApp Cloud API adapter; a user outside the window is not_reachable_24h", async () => {
     const company = await createCompany(server)
     const creds = { access_token: `EAA${company.id}`, phone_number_id: `7${company.id}`, app_secret: "block-secret", verify_token: "block-verify" }
-    wa.tokens.add(creds.access_token)
-    const made = await request(server, "POST", "/v1/channels", {
-      token: company.token,
-      body: { type: "msgr_a_business", provider: "whatsapp_cloud", name: "WA", credentials: creds }
-    })
-    assert.strictEqual(made.status, 201, JSON.stringify(made.body))
-    const channelId = made.body.data.id as number
+    const channelId = await whatsappChannel(server, wa, company.token, creds)
     const deliver = async (waId: string, id: string) => {
       const hook = WhatsAppFake.signed(creds.app_secret, {
         object: "whatsapp_business_account",

@@ -1,14 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { callPermissionText } from "../../src/contacts/Eligibility.ts"
 import { type ChannelContext, Providers } from "../../src/providers/Provider.ts"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
-import { callPermissionText } from "../../src/contacts/Eligibility.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createChannel, inbound, threadOf } from "../messages/support.ts"
-import { createCompany, request } from "../support/TestServer.ts"
-import { ageInbound, enableTelephony } from "./support.ts"
-import { eventsOf, query } from "../support/Sql.ts"
 import { fileServer } from "../support/FileServer.ts"
+import { eventsOf, query } from "../support/Sql.ts"
+import { createCompany, request } from "../support/TestServer.ts"
+import { ageInbound, enableTelephony, whatsappChannel } from "./support.ts"
 
 const wa = new WhatsAppFake()
 const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
@@ -51,13 +51,7 @@ const whatsappSetup = async () => {
   const company = await createCompany(server)
   await enableTelephony(server, company.id)
   const creds = { access_token: `EAAcall${company.id}`, phone_number_id: `9${company.id}`, app_secret: `call-secret-${company.id}`, verify_token: "v" }
-  wa.tokens.add(creds.access_token)
-  const made = await request(server, "POST", "/v1/channels", {
-    token: company.token,
-    body: { type: "msgr_a_business", provider: "whatsapp_cloud", name: "WA calls", credentials: creds }
-  })
-  assert.strictEqual(made.status, 201, JSON.stringify(made.body))
-  const channelId = made.body.data.id as number
+  const channelId = await whatsappChannel(server, wa, company.token, creds, "WA calls")
   const waId = `1777${company.id}`
   const hook = (payload: unknown, secret = creds.app_secret) => {
     const signed = WhatsAppFake.signed(secret, payload)

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { createChannel, inbound, threadOf } from "../messages/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { ageInbound, createContact, enableTelephony } from "./support.ts"
-import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

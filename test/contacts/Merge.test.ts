@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { createChannel, inbound } from "../messages/support.ts"
+import { eventsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { createContact, getContact } from "./support.ts"
-import { eventsOf, query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -3,12 +3,12 @@ import { rmSync } from "node:fs"
 import sharp from "sharp"
 import { afterAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
+import { FakeHttp } from "../fakes/FakeHttp.ts"
 import { tempDir } from "../media/support.ts"
+import { fileServer } from "../support/FileServer.ts"
+import { jpeg, png } from "../support/Images.ts"
 import { createCompany, getLink, request, startServer, upload } from "../support/TestServer.ts"
 import { createContact } from "./support.ts"
-import { jpeg, png } from "../support/Images.ts"
-import { fileServer } from "../support/FileServer.ts"
-import { FakeHttp } from "../fakes/FakeHttp.ts"
 
 const storageDir = tempDir("crm-photos-")
 afterAll(() => rmSync(storageDir, { recursive: true, force: true }))

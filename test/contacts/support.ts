@@ -1,6 +1,7 @@
 import { assert } from "@effect/vitest"
-import { request, type RunningServer } from "../support/TestServer.ts"
+import type { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { query } from "../support/Sql.ts"
+import { request, type RunningServer } from "../support/TestServer.ts"
 
 export const createContact = async (server: RunningServer, token: string, body: Record<string, unknown>) => {
   const res = await request(server, "POST", "/v1/contacts", { token, body })
@@ -28,3 +29,20 @@ export const ageInbound = (server: RunningServer, threadId: number, hours: numbe
       hours
     ])
   ])
+
+/** A WhatsApp Cloud API channel of the company, its access token known to the fake; its id. */
+export const whatsappChannel = async (
+  server: RunningServer,
+  fake: WhatsAppFake,
+  token: string,
+  credentials: { readonly access_token: string; readonly phone_number_id: string; readonly app_secret: string; readonly verify_token: string },
+  name = "WA"
+) => {
+  fake.tokens.add(credentials.access_token)
+  const made = await request(server, "POST", "/v1/channels", {
+    token,
+    body: { type: "msgr_a_business", provider: "whatsapp_cloud", name, credentials }
+  })
+  assert.strictEqual(made.status, 201, JSON.stringify(made.body))
+  return made.body.data.id as number
+}

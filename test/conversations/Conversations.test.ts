@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
-import { conversationOn, createChannel, inbound, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { conversationOn, createChannel, externalIdOf, inbound, send } from "../messages/support.ts"
 import { query } from "../support/Sql.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -73,11 +73,7 @@ describe("GET /v1/conversations/{id}", () => {
   it("returns the conversation with its contact and the threads the caller may see", async () => {
     const a = await createCompany(server)
     const c = await conversationOn(server, a.token)
-    const [{ external_id }] = await query<{ external_id: string }>(
-      server,
-      "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
-      [c.threadId]
-    )
+    const external_id = await externalIdOf(server, c.threadId)
     const second = await createChannel(server, a.token, "msgr_b")
     await inbound(server, a.token, second, { from: { external_id } })
     const res = await request(server, "GET", `/v1/conversations/${c.conversationId}`, { token: a.token })

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mailsTo, mobileLogin } from "../auth/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { query } from "../support/Sql.ts"
 import { uniqueEmail } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
 beforeAll(async () => {

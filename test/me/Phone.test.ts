@@ -8,9 +8,9 @@ import { maskPhone, PhoneVerification } from "../../src/me/PhoneVerification.ts"
 import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
 import { Sms, SmsError, type SmsMessage } from "../../src/platform/Sms.ts"
 import { accountOf, addUser } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { call, type Caller, mobileCaller, sessionCaller, uniquePhone } from "./support.ts"
-import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -5,9 +5,9 @@ import { afterAll, beforeAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
 import { addUser } from "../auth/support.ts"
 import { tempDir } from "../media/support.ts"
+import { jpeg, png } from "../support/Images.ts"
 import { createCompany, getLink, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
 import { call, type Caller, mobileCaller } from "./support.ts"
-import { jpeg, png } from "../support/Images.ts"
 
 let server: RunningServer
 let storageDir: string

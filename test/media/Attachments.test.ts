@@ -1,11 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, getLink, request, upload } from "../support/TestServer.ts"
-import { tempDir, tone } from "./support.ts"
+import { fileServer } from "../support/FileServer.ts"
 import { jpeg, png, webp } from "../support/Images.ts"
 import { payloadsOf, query } from "../support/Sql.ts"
-import { fileServer } from "../support/FileServer.ts"
+import { createCompany, getLink, request, upload } from "../support/TestServer.ts"
+import { tempDir, tone } from "./support.ts"
 
 const botToken = "700300:AAmediaTestBotTokenValue_123456"
 const tg = new TelegramFake()

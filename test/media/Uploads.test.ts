@@ -6,10 +6,10 @@ import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
-import { filesUnder, probe, tempDir, tone } from "./support.ts"
 import { jpeg, png, svg, webp } from "../support/Images.ts"
 import { query } from "../support/Sql.ts"
+import { createCompany, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { filesUnder, probe, tempDir, tone } from "./support.ts"
 
 let server: RunningServer
 const storage = tempDir()

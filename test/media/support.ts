@@ -1,8 +1,11 @@
+import { assert } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { createRequire } from "node:module"
+import { conversationOn, send } from "../messages/support.ts"
+import { type RunningServer, upload } from "../support/TestServer.ts"
 
 const require = createRequire(import.meta.url)
 export const ffmpegPath: string = require("@ffmpeg-installer/ffmpeg").path
@@ -42,4 +45,14 @@ export const probe = (file: string) => {
     format: { format_name: string; duration: string }
     streams: Array<{ codec_name: string; channels: number; sample_rate: string }>
   }
+}
+
+/** Sends `file` as an attachment of a new conversation's message; the message's attachment (with `url` and `thumbnail_url`). */
+export const attached = async (server: RunningServer, token: string, file: { bytes: Uint8Array; name: string; type: string }) => {
+  const up = await upload(server, token, "/v1/uploads", file)
+  assert.strictEqual(up.status, 201, JSON.stringify(up.body))
+  const c = await conversationOn(server, token)
+  const sent = await send(server, token, { channel_id: c.channelId, thread_id: c.threadId, attachments: [{ media_id: up.body.media_id }] })
+  assert.strictEqual(sent.status, 201, JSON.stringify(sent.body))
+  return { ...sent.body.data.attachments[0], message_id: sent.body.data.id as number }
 }

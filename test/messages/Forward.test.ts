@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { unique } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { conversationOn, createChannel, inbound, messageCount, send, threadOf } from "./support.ts"
-import { query } from "../support/Sql.ts"
-import { unique } from "../support/Ids.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
+import { unique } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { conversationOn, messageCount, send } from "./support.ts"
-import { query } from "../support/Sql.ts"
-import { unique } from "../support/Ids.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -1,13 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import type { ChannelContext, InboundMessage } from "../../src/providers/Provider.ts"
 import { Inbound } from "../../src/messages/Inbound.ts"
-import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { type ChannelType, conversationOn, createChannel, inbound, send, threadOf } from "./support.ts"
-import { payloadsOf, query } from "../support/Sql.ts"
+import type { ChannelContext, InboundMessage } from "../../src/providers/Provider.ts"
 import { unique } from "../support/Ids.ts"
+import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
+import { payloadsOf, query } from "../support/Sql.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { type ChannelType, conversationOn, createChannel, externalIdOf, inbound, send, threadOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -194,11 +194,7 @@ describe("inbound ingestion", () => {
   it("stores canonical types, attachments with their provider refs, quotes, edits and reactions", async () => {
     const a = await createCompany(server)
     const c = await conversationOn(server, a.token)
-    const [{ external_id }] = await query<{ external_id: string }>(
-      server,
-      "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
-      [c.threadId]
-    )
+    const external_id = await externalIdOf(server, c.threadId)
     const from = { external_id }
     const photo = await receive(a.id, c.channelId, "msgr_b", {
       from,

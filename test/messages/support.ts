@@ -1,6 +1,6 @@
-import { request, type RunningServer } from "../support/TestServer.ts"
-import { query } from "../support/Sql.ts"
 import { unique } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
+import { request, type RunningServer } from "../support/TestServer.ts"
 
 export type ChannelType = "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business"
 
@@ -41,6 +41,16 @@ export const threadOf = async (server: RunningServer, messageId: number) => {
     [messageId]
   )
   return row
+}
+
+/** The external id of the contact account a thread talks to. */
+export const externalIdOf = async (server: RunningServer, threadId: number) => {
+  const [row] = await query<{ external_id: string }>(
+    server,
+    "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
+    [threadId]
+  )
+  return row.external_id
 }
 
 /** A channel with one inbound conversation: the usual starting point of a send. */

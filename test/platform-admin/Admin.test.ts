@@ -4,8 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
 import { uniqueEmail } from "../support/Ids.ts"
+import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
 
 let server: TestServer
 let dataDir: string

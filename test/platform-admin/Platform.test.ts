@@ -3,8 +3,8 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { Passwords } from "../../src/auth/Passwords.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { uniqueEmail } from "../support/Ids.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
 beforeAll(async () => {

@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { seedChannel, seedConversation, seedMessage, seedTeam, seedThread, uniqueWord } from "./seed.ts"
-import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

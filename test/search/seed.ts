@@ -1,5 +1,5 @@
-import type { RunningServer } from "../support/TestServer.ts"
 import { query } from "../support/Sql.ts"
+import type { RunningServer } from "../support/TestServer.ts"
 
 const one = async (server: RunningServer, text: string, params: ReadonlyArray<unknown>) =>
   ((await query<{ id: number }>(server, text, params))[0]).id

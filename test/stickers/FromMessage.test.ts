@@ -2,12 +2,12 @@ import { assert, describe, it } from "@effect/vitest"
 import sharp from "sharp"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn } from "../messages/support.ts"
+import { fileServer } from "../support/FileServer.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, getLink, request } from "../support/TestServer.ts"
 import { createPack, listPacks, member, storeFile } from "./support.ts"
 import { telegramChannel } from "./telegram.ts"
-import * as images from "../support/Images.ts"
-import { query } from "../support/Sql.ts"
-import { fileServer } from "../support/FileServer.ts"
 
 const tg = new TelegramFake()
 const server = fileServer(() => ({ telegramApiBase: tg.http.url }), [tg.http])

@@ -4,12 +4,12 @@ import sharp from "sharp"
 import { parseSetLink } from "../../src/stickers/Domain.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { createChannel } from "../messages/support.ts"
+import { fileServer } from "../support/FileServer.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, getLink, request } from "../support/TestServer.ts"
 import { listPacks, member } from "./support.ts"
 import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } from "./telegram.ts"
-import { query } from "../support/Sql.ts"
-import { fileServer } from "../support/FileServer.ts"
 
 const tg = new TelegramFake()
 const server = fileServer(() => ({ telegramApiBase: tg.http.url }), [tg.http])

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
-import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, listPacks, member, uploadStickers } from "./support.ts"
 import * as images from "../support/Images.ts"
 import { query } from "../support/Sql.ts"
+import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createPack, listPacks, member, uploadStickers } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {

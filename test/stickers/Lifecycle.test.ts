@@ -4,13 +4,13 @@ import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { type AppConfigShape } from "../../src/platform/Config.ts"
+import { TelegramFake } from "../fakes/TelegramFake.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, getLink, type RunningServer, startServer } from "../support/TestServer.ts"
 import { createPack, listPacks, uploadStickers } from "./support.ts"
 import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } from "./telegram.ts"
-import * as images from "../support/Images.ts"
-import { query } from "../support/Sql.ts"
 
 /**
  * Restarts need a database that outlives a server, and no other server adopting the job

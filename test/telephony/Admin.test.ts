@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { releaseOperator } from "../../src/telephony/Telephony.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import {
   base,
@@ -13,7 +14,6 @@ import {
   serviceAccountId,
   telephonyCompany
 } from "./support.ts"
-import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {
