@@ -1,35 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
+import { answers, root, sleep, stopChild } from "../../test/support/Processes.ts"
 
-/** The repository: child processes run in it, and profiles name files relative to it. */
-export const root = fileURLToPath(new URL("../..", import.meta.url))
-
-/** A port that was free a moment ago (the OS picks it, then it is released for a child to bind). */
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as net.AddressInfo).port
-      server.close(() => resolve(port))
-    })
-  })
-
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+export { freePort, root, sleep } from "../../test/support/Processes.ts"
 
 /** SIGTERM, then SIGKILL if the process has not exited 15 s later. */
-export const stop = async (child: ChildProcess) => {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = new Promise((resolve) => child.once("exit", resolve))
-  child.kill("SIGTERM")
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000)
-  await exited
-  clearTimeout(timer)
-}
+export const stop = (child: ChildProcess) => stopChild(child, 15_000)
 
 /** A temporary directory for the logs and data of one bench run, and the child processes it started. */
 export interface Workspace {
@@ -60,7 +38,7 @@ export const workspace = (prefix: string): Workspace => {
     const deadline = Date.now() + 120_000
     while (Date.now() < deadline) {
       if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode}; log:\n${logTail(name)}`)
-      if (await fetch(url, { signal: AbortSignal.timeout(5_000) }).then((r) => r.ok, () => false)) return
+      if (await answers(url, 5_000)) return
       await sleep(200)
     }
     throw new Error(`${name} did not answer ${url} within 120 s; log:\n${logTail(name)}`)

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
+import { uniqueEmail } from "../support/Ids.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
@@ -28,7 +29,7 @@ const serviceAccountRows = (userId: number) =>
   }))
 
 const addUser = async (companyId: number, role: "admin" | "manager" | "agent") => {
-  const email = `${role}-${Math.random().toString(36).slice(2)}@example.test`
+  const email = uniqueEmail(role)
   const res = await request(server, "POST", `/platform/v1/companies/${companyId}/users`, {
     token: server.platformKey,
     body: { email, password: "password-123", name: role, role }

@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { uniqueEmail } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { addUser, emitEvent, mobileLogin, query, uniqueEmail } from "./support.ts"
+import { addUser, emitEvent, mobileLogin } from "./support.ts"
 
 const failed = "These credentials do not match our records."
 

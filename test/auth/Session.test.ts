@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { addUser, cookieHeader, emitEvent, mobileLogin, query, setCookies } from "./support.ts"
+import { addUser, cookieHeader, emitEvent, mobileLogin, setCookies } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {

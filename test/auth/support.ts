@@ -1,22 +1,12 @@
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import type { Account } from "../../src/auth/Domain.ts"
 import { Events } from "../../src/events/Events.ts"
+import { uniqueEmail } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { type Json, request, type RunningServer } from "../support/TestServer.ts"
-
-/** Raw SQL inside the running app (its own database, PGlite or PostgreSQL). */
-export const query = <A extends object = any>(server: RunningServer, text: string, params: ReadonlyArray<unknown> = []) =>
-  server.runInApp(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.unsafe<A>(text, params as Array<unknown>)
-  }).pipe(Effect.orDie))
 
 export const emitEvent = (server: RunningServer, companyId: number, key: string, payload: unknown) =>
   server.runInApp(Events.use((events) => events.emit(companyId, key, payload)))
-
-let counter = 0
-export const uniqueEmail = (prefix: string) =>
-  `${prefix}-${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}@example.test`
 
 /** Another person in a company, through the platform API. */
 export const addUser = async (

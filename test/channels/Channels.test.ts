@@ -1,28 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { afterAll, beforeAll } from "vitest"
 import { Channels } from "../../src/channels/Channels.ts"
 import { type ChannelContext, type ProviderAdapter, Providers } from "../../src/providers/Provider.ts"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
-import { addUser, mobileLogin, query } from "../auth/support.ts"
+import { addUser, mobileLogin } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { fileServer } from "../support/FileServer.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, request } from "../support/TestServer.ts"
 
-let server: RunningServer
-let tg: TelegramFake
 const appUrl = "https://crm.example.test"
 const botToken = "700100:AAchannelsTestBotTokenValue_123"
 const wa = { access_token: "EAAchannelsAccess", phone_number_id: "1098765", app_secret: "app-secret-1", verify_token: "verify-1" }
-
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-  tg.tokens.add(botToken)
-  server = await startServer({ appUrl, telegramApiBase: tg.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await tg?.close()
-})
+const tg = new TelegramFake()
+tg.tokens.add(botToken)
+const server = fileServer(() => ({ appUrl, telegramApiBase: tg.http.url }), [tg.http])
 
 const channelFields = ["account_name", "company_id", "created_at", "id", "name", "provider", "settings", "status", "type", "updated_at", "webhook_url"]
 
@@ -236,7 +228,7 @@ describe("channels", () => {
     assert.deepStrictEqual((await request(server, "GET", "/v1/channels", { token: intruder.token })).body.data, [])
     const [row] = await query<{ name: string; deleted_at: Date | null }>(server, "SELECT name, deleted_at FROM channels WHERE id = $1", [sandbox.id])
     assert.deepStrictEqual([row.name, row.deleted_at], ["Mine", null])
-    assert.strictEqual(tg.calls("setWebhook").length, 0)
+    assert.strictEqual(tg.http.calls("setWebhook").length, 0)
   })
 
   it("registers a Telegram webhook with the channel's secret", async () => {
@@ -248,11 +240,11 @@ describe("channels", () => {
     const [row] = await query<{ webhook_secret: string }>(server, "SELECT webhook_secret FROM channels WHERE id = $1", [bot.id])
     assert.deepStrictEqual(tg.webhooks.get(botToken), { url: `${appUrl}/hooks/telegram/${bot.id}`, secret_token: row.webhook_secret })
 
-    tg.inject("getMe", { status: 401, body: { ok: false, error_code: 401, description: "Unauthorized" } })
+    tg.http.inject("getMe", { status: 401, body: { ok: false, error_code: 401, description: "Unauthorized" } })
     const refused = await request(server, "POST", `/v1/channels/${bot.id}/webhook`, { token: company.token })
     assert.strictEqual(refused.status, 422)
     assert.strictEqual(refused.body.error_code, "provider_rejected")
-    tg.inject("getMe", { status: 500, body: { ok: false, error_code: 500, description: "Internal Server Error" } })
+    tg.http.inject("getMe", { status: 500, body: { ok: false, error_code: 500, description: "Internal Server Error" } })
     const down = await request(server, "POST", `/v1/channels/${bot.id}/webhook`, { token: company.token })
     assert.strictEqual(down.status, 502)
     assert.match(down.body.message, /Telegram is unavailable/)
@@ -271,13 +263,13 @@ describe("providers", () => {
     const live = await contextOf(company.id, bot.id)
     const sent = await providerOk(live, (p) => p.send(live, { recipient: "31337", text: "through the app", attachments: [], quotedExternalMessageId: null }))
     assert.match(sent.externalMessageId, /^31337:\d+$/)
-    assert.strictEqual(tg.calls("sendMessage").at(-1)!.body.text, "through the app")
+    assert.strictEqual(tg.http.calls("sendMessage").at(-1)!.body.text, "through the app")
     await request(server, "PATCH", `/v1/channels/${bot.id}`, { token: company.token, body: { status: "disconnected" } })
     const off = await contextOf(company.id, bot.id)
-    const before = tg.calls("sendMessage").length
+    const before = tg.http.calls("sendMessage").length
     const refused = await provider(off, (p) => p.send(off, { recipient: "31337", text: "x", attachments: [], quotedExternalMessageId: null }))
     assert.strictEqual(refused.code, "channel_offline")
-    assert.strictEqual(tg.calls("sendMessage").length, before)
+    assert.strictEqual(tg.http.calls("sendMessage").length, before)
   })
 
   it("simulates sends and records every call; sandbox_fail and disconnected make calls fail channel_offline", async () => {

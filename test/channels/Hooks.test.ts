@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { createHmac } from "node:crypto"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer

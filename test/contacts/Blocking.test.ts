@@ -1,24 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { afterAll, beforeAll } from "vitest"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
-import { createChannel, inbound, send, sqlQuery, threadOf } from "../messages/support.ts"
+import { createChannel, inbound, send, threadOf } from "../messages/support.ts"
+import { fileServer } from "../support/FileServer.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { ageInbound, createContact, eventsOf, getContact } from "./support.ts"
+import { eventsOf, query } from "../support/Sql.ts"
+import { createCompany, request } from "../support/TestServer.ts"
+import { ageInbound, createContact, getContact, whatsappChannel } from "./support.ts"
 
-let server: RunningServer
-let wa: WhatsAppFake
-beforeAll(async () => {
-  wa = await new WhatsAppFake().start()
-  server = await startServer({ whatsappApiBase: wa.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await wa?.close()
-})
+const wa = new WhatsAppFake()
+const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
 
 const sandboxCalls = (channelId: number) => server.runInApp(SandboxLog.useSync((log) => log.calls(channelId)))
 
@@ -30,7 +23,7 @@ const contactOnThreeChannels = async (token: string, settings: Record<string, un
   const business = await createChannel(server, token, "msgr_a_business", { settings })
   const other = await createChannel(server, token, "msgr_b")
   const first = await inbound(server, token, personal, { from: { external_id: "15550000001", name: "Blocky" } })
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [first.conversation_id])
+  const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [first.conversation_id])
   // The same person on the business channel and on msgr_b, linked to the same contact.
   await request(server, "PATCH", `/v1/contacts/${contact_id}`, {
     token,
@@ -148,13 +141,7 @@ describe("block preview and the block state table", () => {
   it("blocks and unblocks through the WhatsApp Cloud API adapter; a user outside the window is not_reachable_24h", async () => {
     const company = await createCompany(server)
     const creds = { access_token: `EAA${company.id}`, phone_number_id: `7${company.id}`, app_secret: "block-secret", verify_token: "block-verify" }
-    wa.tokens.add(creds.access_token)
-    const made = await request(server, "POST", "/v1/channels", {
-      token: company.token,
-      body: { type: "msgr_a_business", provider: "whatsapp_cloud", name: "WA", credentials: creds }
-    })
-    assert.strictEqual(made.status, 201, JSON.stringify(made.body))
-    const channelId = made.body.data.id as number
+    const channelId = await whatsappChannel(server, wa, company.token, creds)
     const deliver = async (waId: string, id: string) => {
       const hook = WhatsAppFake.signed(creds.app_secret, {
         object: "whatsapp_business_account",
@@ -173,7 +160,7 @@ describe("block preview and the block state table", () => {
       })
       const res = await request(server, "POST", `/hooks/whatsapp/${channelId}`, { raw: hook.body, headers: { "x-hub-signature-256": hook.signature } })
       assert.strictEqual(res.status, 200, JSON.stringify(res.body))
-      const [row] = await sqlQuery<{ contact_id: number }>(
+      const [row] = await query<{ contact_id: number }>(
         server,
         "SELECT contact_id FROM contact_accounts WHERE company_id = $1 AND external_id = $2",
         [company.id, waId]
@@ -189,14 +176,14 @@ describe("block preview and the block state table", () => {
     const res = await post(company.token, `/v1/contacts/${ok}/block`)
     assert.deepStrictEqual([res.status, res.body.data.provider_failures], [200, []])
     assert.ok(wa.blocked.has(reachable))
-    const request0 = wa.calls("POST block_users").at(-1)!
+    const request0 = wa.http.calls("POST block_users").at(-1)!
     assert.strictEqual(request0.path, `/${creds.phone_number_id}/block_users`)
     assert.deepStrictEqual(request0.body, { messaging_product: "whatsapp", block_users: [{ user: reachable }] })
 
     const unblock = await post(company.token, `/v1/contacts/${ok}/unblock`)
     assert.deepStrictEqual([unblock.status, unblock.body.data.provider_failures], [200, []])
     assert.ok(!wa.blocked.has(reachable))
-    assert.deepStrictEqual(wa.calls("DELETE block_users").at(-1)!.body, { messaging_product: "whatsapp", block_users: [{ user: reachable }] })
+    assert.deepStrictEqual(wa.http.calls("DELETE block_users").at(-1)!.body, { messaging_product: "whatsapp", block_users: [{ user: reachable }] })
 
     const refused = await post(company.token, `/v1/contacts/${closed}/block`, { reason: "abuse" })
     assert.strictEqual(refused.status, 200)
@@ -264,7 +251,7 @@ describe("block throttles", () => {
   it("allows 300 changes a day per company, counting the durable log", async () => {
     const company = await createCompany(server)
     // 299 changes earlier today, spread over contacts, older than an hour.
-    await sqlQuery(
+    await query(
       server,
       `INSERT INTO company_throttle_log (company_id, log, subject, at)
        SELECT $1, 'contact_block', (i % 60)::text, now() - interval '2 hours' - make_interval(secs => i) FROM generate_series(1, 299) i`,
@@ -306,7 +293,7 @@ describe("opt-out and opt-in", () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")
     const received = await inbound(server, company.token, channelId, { from: { external_id: "stopper" }, text: " STOP " })
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
     const contact = (await getContact(server, company.token, contact_id)).body.data
     assert.notStrictEqual(contact.opted_out_at, null)
     const [event] = await eventsOf(server, company.id, "contact.opted_out")

@@ -1,24 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { afterAll, beforeAll } from "vitest"
+import { callPermissionText } from "../../src/contacts/Eligibility.ts"
 import { type ChannelContext, Providers } from "../../src/providers/Provider.ts"
 import { SandboxLog } from "../../src/providers/Sandbox.ts"
-import { callPermissionText } from "../../src/contacts/Eligibility.ts"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
-import { createChannel, inbound, sqlQuery, threadOf } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { ageInbound, enableTelephony, eventsOf } from "./support.ts"
+import { createChannel, inbound, threadOf } from "../messages/support.ts"
+import { fileServer } from "../support/FileServer.ts"
+import { eventsOf, query } from "../support/Sql.ts"
+import { createCompany, request } from "../support/TestServer.ts"
+import { ageInbound, enableTelephony, whatsappChannel } from "./support.ts"
 
-let server: RunningServer
-let wa: WhatsAppFake
-beforeAll(async () => {
-  wa = await new WhatsAppFake().start()
-  server = await startServer({ whatsappApiBase: wa.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await wa?.close()
-})
+const wa = new WhatsAppFake()
+const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
 
 const day = 86_400
 const now = () => Math.floor(Date.now() / 1000)
@@ -37,7 +30,7 @@ const sandboxReply = (token: string, channelId: number, body: Record<string, unk
 const sandboxRequests = (channelId: number) =>
   server.runInApp(SandboxLog.useSync((log) => log.calls(channelId).filter((c) => c.operation === "call_permission_request")))
 const requestRows = (contactId: number) =>
-  sqlQuery<{ status: string; origin: string; permanent: boolean; external_message_id: string | null; requested_by_user_id: number | null }>(
+  query<{ status: string; origin: string; permanent: boolean; external_message_id: string | null; requested_by_user_id: number | null }>(
     server,
     "SELECT status, origin, permanent, external_message_id, requested_by_user_id FROM call_permission_requests WHERE contact_id = $1 ORDER BY id",
     [contactId]
@@ -46,7 +39,7 @@ const permissionEvents = async (companyId: number) =>
   (await eventsOf(server, companyId, "contact.call_permission.updated")).map((e) => e.payload)
 /** Moves every request and answer of the contact `hours` into the past. */
 const age = (contactId: number, hours: number) =>
-  sqlQuery(
+  query(
     server,
     `UPDATE call_permission_requests SET requested_at = requested_at - make_interval(hours => $2),
        answered_at = answered_at - make_interval(hours => $2) WHERE contact_id = $1`,
@@ -58,13 +51,7 @@ const whatsappSetup = async () => {
   const company = await createCompany(server)
   await enableTelephony(server, company.id)
   const creds = { access_token: `EAAcall${company.id}`, phone_number_id: `9${company.id}`, app_secret: `call-secret-${company.id}`, verify_token: "v" }
-  wa.tokens.add(creds.access_token)
-  const made = await request(server, "POST", "/v1/channels", {
-    token: company.token,
-    body: { type: "msgr_a_business", provider: "whatsapp_cloud", name: "WA calls", credentials: creds }
-  })
-  assert.strictEqual(made.status, 201, JSON.stringify(made.body))
-  const channelId = made.body.data.id as number
+  const channelId = await whatsappChannel(server, wa, company.token, creds, "WA calls")
   const waId = `1777${company.id}`
   const hook = (payload: unknown, secret = creds.app_secret) => {
     const signed = WhatsAppFake.signed(secret, payload)
@@ -75,7 +62,7 @@ const whatsappSetup = async () => {
     messages: [{ from: waId, id: `wamid.HELLO${company.id}`, timestamp: String(now()), type: "text", text: { body: "call me maybe" } }]
   }))
   assert.strictEqual(hello.status, 200, JSON.stringify(hello.body))
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(
+  const [{ contact_id }] = await query<{ contact_id: number }>(
     server,
     "SELECT contact_id FROM contact_accounts WHERE company_id = $1 AND external_id = $2",
     [company.id, waId]
@@ -92,7 +79,7 @@ const sandboxSetup = async (settings: Record<string, unknown> = {}) => {
   const channelId = await createChannel(server, company.token, "msgr_a_business", { settings })
   const externalId = `1888${company.id}`
   const received = await inbound(server, company.token, channelId, { from: { external_id: externalId } })
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+  const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
   return { company, channelId, externalId, contactId: contact_id, threadId: (await threadOf(server, received.message_id)).thread_id }
 }
 
@@ -104,7 +91,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
     const pending = asked.body.data.eligibility.call
     assert.deepStrictEqual([pending.permission_status, pending.can_call, pending.attempts_remaining], ["pending", false, 1])
 
-    const sent = wa.calls("POST messages").filter((r) => r.path === `/${s.creds.phone_number_id}/messages`)
+    const sent = wa.http.calls("POST messages").filter((r) => r.path === `/${s.creds.phone_number_id}/messages`)
     assert.strictEqual(sent.length, 1)
     assert.strictEqual(sent[0].headers.authorization, `Bearer ${s.creds.access_token}`)
     assert.deepStrictEqual(sent[0].body, {
@@ -129,7 +116,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
       ["granted", expires, true, false]
     )
     // The answer is a state of the contact, not a message of the conversation.
-    const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
     assert.strictEqual(n, 1)
 
     const events = await permissionEvents(s.company.id)
@@ -180,7 +167,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
 
   it("answers a provider failure with 502 and counts nothing; a closed window at the provider is 422", async () => {
     const s = await whatsappSetup()
-    wa.inject("POST messages", { status: 503, body: "unavailable", contentType: "text/plain" })
+    wa.http.inject("POST messages", { status: 503, body: "unavailable", contentType: "text/plain" })
     const down = await askPermission(s.company.token, s.contactId, s.channelId)
     assert.strictEqual(down.status, 502)
     assert.deepStrictEqual(Object.keys(down.body), ["message"])
@@ -219,7 +206,7 @@ describe("call permission over the WhatsApp Cloud API", () => {
     })
     assert.strictEqual((await s.hook(bare)).status, 200)
     assert.strictEqual((await eligibility(s.company.token, s.contactId, s.channelId)).permission_status, "pending")
-    const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [s.channelId])
     assert.strictEqual(n, 1)
 
     const expires = now() + 3 * day
@@ -350,7 +337,7 @@ describe("call permission on the sandbox provider", () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_a_business")
     const received = await inbound(server, company.token, channelId, { from: { external_id: `1999${company.id}` } })
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
     const off = await askPermission(company.token, contact_id, channelId)
     assert.deepStrictEqual([off.status, off.body], [404, { message: `The route v1/contacts/${contact_id}/call-permission/request could not be found.` }])
     assert.deepStrictEqual(await sandboxRequests(channelId), [])

@@ -1,9 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
-import { createChannel, inbound, sqlQuery, unique } from "../messages/support.ts"
+import { createChannel, inbound } from "../messages/support.ts"
+import { unique } from "../support/Ids.ts"
+import { eventsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createContact, eventsOf, getContact } from "./support.ts"
+import { createContact, getContact } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -105,7 +107,7 @@ describe("contacts CRUD", () => {
     assert.strictEqual(res.status, 422, JSON.stringify(res.body))
     assert.deepStrictEqual(res.body.errors, { "contactAccounts.1.external_id": ["This account is already linked to another contact."] })
     // Nothing of the refused contact was kept.
-    const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM contacts WHERE company_id = $1", [company.id])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM contacts WHERE company_id = $1", [company.id])
     assert.strictEqual(n, 1)
   })
 
@@ -113,7 +115,7 @@ describe("contacts CRUD", () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")
     const received = await inbound(server, company.token, channelId, { from: { external_id: "tg-1", username: "tom", name: "Tom Hill" } })
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
     const before = (await getContact(server, company.token, contact_id)).body.data
     assert.strictEqual(before.status, "lead")
     const accountId = before.contactAccounts[0].id
@@ -139,7 +141,7 @@ describe("contacts CRUD", () => {
     // The kept account is the same row (its thread still points at it) and keeps the username the provider gave.
     assert.strictEqual(after.contactAccounts[0].id, accountId)
     assert.strictEqual(after.contactAccounts[0].username, "tom")
-    const [thread] = await sqlQuery<{ contact_account_id: number }>(server, "SELECT contact_account_id FROM threads WHERE conversation_id = $1", [received.conversation_id])
+    const [thread] = await query<{ contact_account_id: number }>(server, "SELECT contact_account_id FROM threads WHERE conversation_id = $1", [received.conversation_id])
     assert.strictEqual(thread.contact_account_id, accountId)
 
     const renamed = await request(server, "PATCH", `/v1/contacts/${contact_id}`, {
@@ -150,7 +152,7 @@ describe("contacts CRUD", () => {
     assert.strictEqual(renamed.body.data.displayName, "Thomas Hill")
     assert.deepStrictEqual(renamed.body.data.phones, after.phones)
     assert.deepStrictEqual(renamed.body.data.contactAccounts.map((a: any) => a.external_id), ["4915112345678"])
-    const [detached] = await sqlQuery<{ contact_account_id: number | null }>(server, "SELECT contact_account_id FROM threads WHERE conversation_id = $1", [received.conversation_id])
+    const [detached] = await query<{ contact_account_id: number | null }>(server, "SELECT contact_account_id FROM threads WHERE conversation_id = $1", [received.conversation_id])
     assert.strictEqual(detached.contact_account_id, null)
 
     const cleared = await request(server, "PATCH", `/v1/contacts/${contact_id}`, { token: company.token, body: { phones: [], emailes: [] } })
@@ -165,16 +167,16 @@ describe("contacts CRUD", () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")
     const first = await inbound(server, company.token, channelId, { from: { external_id: "returning" } })
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [first.conversation_id])
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [first.conversation_id])
 
     const res = await request(server, "DELETE", `/v1/contacts/${contact_id}`, { token: company.token })
     assert.deepStrictEqual([res.status, res.body], [200, { data: { message: "Contact deleted." } }])
     assert.strictEqual((await getContact(server, company.token, contact_id)).status, 404)
     assert.strictEqual((await request(server, "DELETE", `/v1/contacts/${contact_id}`, { token: company.token })).status, 404)
     assert.ok(!(await list(company.token)).body.data.items.some((c: any) => c.id === contact_id))
-    const [row] = await sqlQuery<{ deleted: boolean }>(server, "SELECT deleted_at IS NOT NULL AS deleted FROM contacts WHERE id = $1", [contact_id])
+    const [row] = await query<{ deleted: boolean }>(server, "SELECT deleted_at IS NOT NULL AS deleted FROM contacts WHERE id = $1", [contact_id])
     assert.strictEqual(row.deleted, true)
-    assert.strictEqual((await sqlQuery(server, "SELECT 1 FROM conversations WHERE id = $1", [first.conversation_id])).length, 1)
+    assert.strictEqual((await query(server, "SELECT 1 FROM conversations WHERE id = $1", [first.conversation_id])).length, 1)
     const [event] = await eventsOf(server, company.id, "contact.deleted")
     assert.deepStrictEqual(event.payload, { contact_id })
 
@@ -262,7 +264,7 @@ describe("contacts list", () => {
     })
     const plain = await createContact(server, company.token, { displayName: "Plain" })
     const resolved = await createContact(server, company.token, { displayName: "Resolved lid", contactAccounts: [{ channel_type: "msgr_a", external_id: "111@lid" }] })
-    await sqlQuery(server, "UPDATE contact_accounts SET phone = '+14155550111' WHERE contact_id = $1", [resolved.id])
+    await query(server, "UPDATE contact_accounts SET phone = '+14155550111' WHERE contact_id = $1", [resolved.id])
 
     const ids = async (query: string) => (await list(company.token, query)).body.data.items.map((c: any) => c.id).sort((a: number, b: number) => a - b)
     const visible = [lidWithPhone.id, mixed.id, plain.id, resolved.id].sort((a, b) => a - b)

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { createChannel, inbound, sqlQuery, threadOf } from "../messages/support.ts"
+import { createChannel, inbound, threadOf } from "../messages/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { ageInbound, createContact, enableTelephony } from "./support.ts"
 
@@ -22,7 +23,7 @@ const setup = async () => {
   await enableTelephony(server, company.id)
   const business = await createChannel(server, company.token, "msgr_a_business")
   const received = await inbound(server, company.token, business, { from: { external_id: `1555${company.id}` } })
-  const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
+  const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [received.conversation_id])
   return { company, business, contactId: contact_id, threadId: (await threadOf(server, received.message_id)).thread_id }
 }
 
@@ -97,7 +98,7 @@ describe("outbound eligibility", () => {
 
   it("a granted permission makes the contact callable until it expires; a block stops it", async () => {
     const { company, business, contactId } = await setup()
-    await sqlQuery(
+    await query(
       server,
       `INSERT INTO call_permission_requests (company_id, contact_id, channel_id, status, requested_at, answered_at, expires_at)
        VALUES ($1, $2, $3, 'granted', now() - interval '1 hour', now() - interval '1 hour', now() + interval '6 days')`,
@@ -132,17 +133,17 @@ describe("call-permission requests", () => {
     assert.ok(Number(limited.headers.get("retry-after")) > 86000)
 
     // A day later the second (and last) request of the week is allowed.
-    await sqlQuery(server, "UPDATE call_permission_requests SET requested_at = requested_at - interval '25 hours' WHERE contact_id = $1", [contactId])
+    await query(server, "UPDATE call_permission_requests SET requested_at = requested_at - interval '25 hours' WHERE contact_id = $1", [contactId])
     const second = await askPermission(company.token, contactId, business)
     assert.strictEqual(second.status, 200, JSON.stringify(second.body))
     assert.strictEqual(second.body.data.eligibility.call.attempts_remaining, 0)
-    await sqlQuery(server, "UPDATE call_permission_requests SET requested_at = requested_at - interval '25 hours' WHERE contact_id = $1", [contactId])
+    await query(server, "UPDATE call_permission_requests SET requested_at = requested_at - interval '25 hours' WHERE contact_id = $1", [contactId])
     const weekly = await askPermission(company.token, contactId, business)
     assert.strictEqual(weekly.status, 429)
     const cooldown = weekly.body.data.eligibility.call.request_cooldown_until
     // The week runs from the older of the two requests, 50 hours ago.
     assert.ok(Math.abs(cooldown - (now() + 7 * 86400 - 50 * 3600)) <= 5, String(cooldown))
-    const rows = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM call_permission_requests WHERE contact_id = $1", [contactId])
+    const rows = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM call_permission_requests WHERE contact_id = $1", [contactId])
     assert.strictEqual(rows[0].n, 2)
   })
 

@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { createChannel, inbound, sqlQuery } from "../messages/support.ts"
+import { createChannel, inbound } from "../messages/support.ts"
+import { eventsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createContact, eventsOf, getContact } from "./support.ts"
+import { createContact, getContact } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -11,7 +12,7 @@ beforeAll(async () => {
 afterAll(() => server?.close())
 
 const contactOf = async (conversationId: number) => {
-  const [row] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [conversationId])
+  const [row] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [conversationId])
   return row?.contact_id
 }
 
@@ -80,7 +81,7 @@ describe("merge", () => {
       body: { phones: [{ phone: "14155550123" }], emailes: [{ email: "same@example.test" }] }
     })
     // As an inbound provider may have stored it: the same number in another spelling.
-    await sqlQuery(server, "UPDATE contact_phones SET phone = '1 415 555 0123' WHERE contact_id = $1", [targetId])
+    await query(server, "UPDATE contact_phones SET phone = '1 415 555 0123' WHERE contact_id = $1", [targetId])
     await request(server, "POST", `/v1/contacts/${sourceId}/opt-out`, { token: company.token })
 
     const dry = await merge(company.token, sourceId, { target_contact_id: targetId, dry_run: true })
@@ -97,9 +98,9 @@ describe("merge", () => {
     assert.deepStrictEqual(res.body.data.moved, dry.body.data.moved)
     // The source conversation is gone; its thread and message now belong to the target's.
     assert.strictEqual(await contactOf(sourceMsg.conversation_id), undefined)
-    const threads = await sqlQuery<{ conversation_id: number }>(server, "SELECT DISTINCT conversation_id FROM threads WHERE company_id = $1", [company.id])
+    const threads = await query<{ conversation_id: number }>(server, "SELECT DISTINCT conversation_id FROM threads WHERE company_id = $1", [company.id])
     assert.deepStrictEqual(threads.map((t) => t.conversation_id), [targetMsg.conversation_id])
-    const messages = await sqlQuery<{ conversation_id: number }>(server, "SELECT conversation_id FROM messages WHERE company_id = $1", [company.id])
+    const messages = await query<{ conversation_id: number }>(server, "SELECT conversation_id FROM messages WHERE company_id = $1", [company.id])
     assert.ok(messages.length === 2 && messages.every((m) => m.conversation_id === targetMsg.conversation_id))
     const merged = res.body.data.contact
     assert.deepStrictEqual(merged.tags.map((t: any) => t.name), ["a", "b"])

@@ -1,40 +1,27 @@
 import { assert, describe, it } from "@effect/vitest"
 import { rmSync } from "node:fs"
-import { createServer, type Server } from "node:http"
 import sharp from "sharp"
-import { afterAll, beforeAll } from "vitest"
+import { afterAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
-import { getLink, jpeg, png, tempDir, upload } from "../media/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { FakeHttp } from "../fakes/FakeHttp.ts"
+import { tempDir } from "../media/support.ts"
+import { fileServer } from "../support/FileServer.ts"
+import { jpeg, png } from "../support/Images.ts"
+import { createCompany, getLink, request, startServer, upload } from "../support/TestServer.ts"
 import { createContact } from "./support.ts"
 
-let server: RunningServer
-let storageDir: string
-let pictures: Server
-let picturesUrl: string
+const storageDir = tempDir("crm-photos-")
+afterAll(() => rmSync(storageDir, { recursive: true, force: true }))
+/** The hosts of profile pictures: a path in `served` answers its bytes, any other 404. */
 const served = new Map<string, { bytes: Uint8Array; type: string }>()
-
-beforeAll(async () => {
-  storageDir = tempDir("crm-photos-")
-  pictures = createServer((req, res) => {
-    const found = served.get(req.url ?? "")
-    if (found === undefined) {
-      res.writeHead(404).end()
-      return
-    }
-    res.writeHead(200, { "content-type": found.type }).end(Buffer.from(found.bytes))
-  })
-  await new Promise<void>((resolve) => pictures.listen(0, "127.0.0.1", resolve))
-  const address = pictures.address()
-  if (address === null || typeof address === "string") throw new Error("no address")
-  picturesUrl = `http://127.0.0.1:${address.port}`
-  server = await startServer({ storageDir, photoFetchAllowPrivate: true })
-})
-afterAll(async () => {
-  await server?.close()
-  await new Promise<void>((resolve) => pictures?.close(() => resolve()))
-  rmSync(storageDir, { recursive: true, force: true })
-})
+const pictures = new FakeHttp(
+  (r) => r.path,
+  (r) => {
+    const found = served.get(r.path)
+    return found === undefined ? { status: 404, body: "" } : { status: 200, bytes: found.bytes, contentType: found.type }
+  }
+)
+const server = fileServer(() => ({ storageDir, photoFetchAllowPrivate: true }), [pictures])
 
 const uploadImage = async (token: string, bytes: Uint8Array, name = "face.png", type = "image/png") => {
   const res = await upload(server, token, "/v1/uploads", { bytes, name, type })
@@ -85,15 +72,15 @@ describe("contact photos", () => {
     served.set(`/narrow-${company.id}.png`, { bytes: await png(64, 64), type: "image/png" })
     served.set(`/text-${company.id}`, { bytes: new TextEncoder().encode("<html>not an image</html>"), type: "text/html" })
     const wide = await createContact(server, company.token, {
-      contactAccounts: [{ channel_type: "msgr_b", external_id: `w${company.id}`, profile_picture: `${picturesUrl}/wide-${company.id}.jpg` }]
+      contactAccounts: [{ channel_type: "msgr_b", external_id: `w${company.id}`, profile_picture: `${pictures.url}/wide-${company.id}.jpg` }]
     })
     const preview = await getLink(server, wide.photo_url)
     assert.deepStrictEqual([preview.status, preview.headers.get("content-type"), await widthOf(preview.bytes)], [200, "image/webp", 256])
 
     const narrow = await createContact(server, company.token, {
       contactAccounts: [
-        { channel_type: "msgr_b", external_id: `n${company.id}`, profile_picture: `${picturesUrl}/missing.png` },
-        { channel_type: "msgr_a", external_id: `n${company.id}`, profile_picture: `${picturesUrl}/narrow-${company.id}.png` }
+        { channel_type: "msgr_b", external_id: `n${company.id}`, profile_picture: `${pictures.url}/missing.png` },
+        { channel_type: "msgr_a", external_id: `n${company.id}`, profile_picture: `${pictures.url}/narrow-${company.id}.png` }
       ]
     })
     const original = await getLink(server, narrow.photo_url)
@@ -102,7 +89,7 @@ describe("contact photos", () => {
 
     // A picture URL that is not an image is never proxied.
     const text = await createContact(server, company.token, {
-      contactAccounts: [{ channel_type: "msgr_b", external_id: `t${company.id}`, profile_picture: `${picturesUrl}/text-${company.id}` }]
+      contactAccounts: [{ channel_type: "msgr_b", external_id: `t${company.id}`, profile_picture: `${pictures.url}/text-${company.id}` }]
     })
     const refused = await getLink(server, text.photo_url)
     assert.strictEqual(refused.status, 404)
@@ -150,7 +137,7 @@ describe("contact photos from private hosts", () => {
       served.set(`/guarded-${company.id}.png`, { bytes: await png(64, 64), type: "image/png" })
       const res = await request(guarded, "POST", "/v1/contacts", {
         token: company.token,
-        body: { contactAccounts: [{ channel_type: "msgr_b", external_id: "g", profile_picture: `${picturesUrl}/guarded-${company.id}.png` }] }
+        body: { contactAccounts: [{ channel_type: "msgr_b", external_id: "g", profile_picture: `${pictures.url}/guarded-${company.id}.png` }] }
       })
       assert.strictEqual(res.status, 201, JSON.stringify(res.body))
       const photo = await getLink(guarded, res.body.data.photo_url)

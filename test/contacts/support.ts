@@ -1,5 +1,6 @@
 import { assert } from "@effect/vitest"
-import { sqlQuery } from "../messages/support.ts"
+import type { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
+import { query } from "../support/Sql.ts"
 import { request, type RunningServer } from "../support/TestServer.ts"
 
 export const createContact = async (server: RunningServer, token: string, body: Record<string, unknown>) => {
@@ -10,14 +11,6 @@ export const createContact = async (server: RunningServer, token: string, body: 
 
 export const getContact = (server: RunningServer, token: string, id: number) =>
   request(server, "GET", `/v1/contacts/${id}`, { token })
-
-/** Events of a company with this key, oldest first (straight from the events table). */
-export const eventsOf = (server: RunningServer, companyId: number, key: string) =>
-  sqlQuery<{ seq: number; payload: any }>(
-    server,
-    "SELECT seq, payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq",
-    [companyId, key]
-  )
 
 export const enableTelephony = async (server: RunningServer, companyId: number) => {
   const res = await request(server, "PATCH", `/platform/v1/companies/${companyId}`, {
@@ -30,9 +23,26 @@ export const enableTelephony = async (server: RunningServer, companyId: number) 
 /** Moves a thread's last inbound message (and the window it opened) `hours` into the past. */
 export const ageInbound = (server: RunningServer, threadId: number, hours: number) =>
   Promise.all([
-    sqlQuery(server, `UPDATE threads SET last_inbound_at = now() - make_interval(hours => $2) WHERE id = $1`, [threadId, hours]),
-    sqlQuery(server, `UPDATE messages SET "timestamp" = now() - make_interval(hours => $2) WHERE thread_id = $1 AND direction = 'inbound'`, [
+    query(server, `UPDATE threads SET last_inbound_at = now() - make_interval(hours => $2) WHERE id = $1`, [threadId, hours]),
+    query(server, `UPDATE messages SET "timestamp" = now() - make_interval(hours => $2) WHERE thread_id = $1 AND direction = 'inbound'`, [
       threadId,
       hours
     ])
   ])
+
+/** A WhatsApp Cloud API channel of the company, its access token known to the fake; its id. */
+export const whatsappChannel = async (
+  server: RunningServer,
+  fake: WhatsAppFake,
+  token: string,
+  credentials: { readonly access_token: string; readonly phone_number_id: string; readonly app_secret: string; readonly verify_token: string },
+  name = "WA"
+) => {
+  fake.tokens.add(credentials.access_token)
+  const made = await request(server, "POST", "/v1/channels", {
+    token,
+    body: { type: "msgr_a_business", provider: "whatsapp_cloud", name, credentials }
+  })
+  assert.strictEqual(made.status, 201, JSON.stringify(made.body))
+  return made.body.data.id as number
+}

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
-import { conversationOn, createChannel, inbound, send, sqlQuery } from "../messages/support.ts"
+import { conversationOn, createChannel, externalIdOf, inbound, send } from "../messages/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
@@ -13,10 +14,10 @@ afterAll(() => server?.close())
 const agentIn = async (companyId: number, channelIds: ReadonlyArray<number>) => {
   const agent = await addUser(server, companyId, { role: "agent" })
   const token = (await mobileLogin(server, agent.email, agent.password)).body.data.token as string
-  const [team] = await sqlQuery<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Team') RETURNING id", [companyId])
-  await sqlQuery(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [companyId, team.id, agent.id])
+  const [team] = await query<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Team') RETURNING id", [companyId])
+  await query(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [companyId, team.id, agent.id])
   for (const channelId of channelIds) {
-    await sqlQuery(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [companyId, team.id, channelId])
+    await query(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [companyId, team.id, channelId])
   }
   return token
 }
@@ -72,11 +73,7 @@ describe("GET /v1/conversations/{id}", () => {
   it("returns the conversation with its contact and the threads the caller may see", async () => {
     const a = await createCompany(server)
     const c = await conversationOn(server, a.token)
-    const [{ external_id }] = await sqlQuery<{ external_id: string }>(
-      server,
-      "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
-      [c.threadId]
-    )
+    const external_id = await externalIdOf(server, c.threadId)
     const second = await createChannel(server, a.token, "msgr_b")
     await inbound(server, a.token, second, { from: { external_id } })
     const res = await request(server, "GET", `/v1/conversations/${c.conversationId}`, { token: a.token })

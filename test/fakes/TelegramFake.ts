@@ -1,4 +1,4 @@
-import { FakeHttp, type FakeAnswer, type FakeRequest, type Injected } from "./FakeHttp.ts"
+import { FakeHttp, type FakeAnswer, type FakeRequest } from "./FakeHttp.ts"
 
 /** A sticker as getStickerSet describes it (https://core.telegram.org/bots/api#sticker). */
 export interface FakeSticker {
@@ -27,6 +27,7 @@ export interface FakeStickerSet {
  * `{ok:false, error_code, description}`; files at `GET /file/bot<token>/<file_path>`.
  */
 export class TelegramFake {
+  /** Its server; route keys for `inject` and `calls` are the method name, or `"file"` for a download. */
   readonly http: FakeHttp
   readonly tokens = new Set<string>()
   readonly webhooks = new Map<string, { url: string; secret_token: string | undefined }>()
@@ -45,27 +46,6 @@ export class TelegramFake {
       },
       (r) => this.route(r)
     )
-  }
-
-  get url() {
-    return this.http.url
-  }
-
-  start() {
-    return this.http.start().then(() => this)
-  }
-
-  close() {
-    return this.http.close()
-  }
-
-  /** The next call of `method` (or `"file"` for a download) answers `answer`. */
-  inject(method: string, answer: Injected) {
-    this.http.inject(method, answer)
-  }
-
-  calls(method: string) {
-    return this.http.calls(method)
   }
 
   private ok(result: unknown): FakeAnswer {

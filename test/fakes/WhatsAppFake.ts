@@ -1,5 +1,5 @@
 import { createHmac } from "node:crypto"
-import { FakeHttp, type FakeAnswer, type FakeRequest, type Injected } from "./FakeHttp.ts"
+import { FakeHttp, type FakeAnswer, type FakeRequest } from "./FakeHttp.ts"
 
 /**
  * The slice of the WhatsApp Cloud API our adapter uses, answered as Meta documents it:
@@ -10,6 +10,7 @@ import { FakeHttp, type FakeAnswer, type FakeRequest, type Injected } from "./Fa
  * window; an interactive `call_permission_request` must carry its action and a body text.
  */
 export class WhatsAppFake {
+  /** Its server; route keys for `inject` and `calls`: `POST messages`, `POST media`, `media-info`, `download`, `POST block_users`, `DELETE block_users`. */
   readonly http: FakeHttp
   readonly tokens = new Set<string>()
   /** Users who have not written in 24 h: blocking them fails with 131047 (per user, in failed_users). */
@@ -27,27 +28,6 @@ export class WhatsAppFake {
       if (parts.length === 1) return "media-info"
       return `${r.method} ${parts[1]}`
     }, (r) => this.route(r))
-  }
-
-  get url() {
-    return this.http.url
-  }
-
-  start() {
-    return this.http.start().then(() => this)
-  }
-
-  close() {
-    return this.http.close()
-  }
-
-  /** Keys: `POST messages`, `POST media`, `media-info`, `download`, `POST block_users`, `DELETE block_users`. */
-  inject(key: string, answer: Injected) {
-    this.http.inject(key, answer)
-  }
-
-  calls(key: string) {
-    return this.http.calls(key)
   }
 
   /** What Meta would post to a webhook: the body and its `X-Hub-Signature-256`. */
@@ -135,7 +115,7 @@ export class WhatsAppFake {
         status: 200,
         body: {
           messaging_product: "whatsapp",
-          url: `${this.url}/media-download/${parts[0]}`,
+          url: `${this.http.url}/media-download/${parts[0]}`,
           mime_type: found.mimeType,
           sha256: "0",
           file_size: found.bytes.length,

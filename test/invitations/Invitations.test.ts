@@ -1,6 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { addUser, mailsTo, mobileLogin, query, uniqueEmail } from "../auth/support.ts"
+import { addUser, mailsTo, mobileLogin } from "../auth/support.ts"
+import { uniqueEmail } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer

@@ -4,8 +4,9 @@ import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
 import { addUser } from "../auth/support.ts"
-import { getLink, jpeg, png, tempDir, upload } from "../media/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { tempDir } from "../media/support.ts"
+import { jpeg, png } from "../support/Images.ts"
+import { createCompany, getLink, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
 import { call, type Caller, mobileCaller } from "./support.ts"
 
 let server: RunningServer

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { addUser, mobileLogin, query } from "../auth/support.ts"
+import { addUser, mobileLogin } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { call, type Caller, mobileCaller, sessionCaller, uniquePhone } from "./support.ts"
 

@@ -1,23 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
-import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, jpeg, png, tempDir, tone, upload, webp } from "./support.ts"
+import { fileServer } from "../support/FileServer.ts"
+import { jpeg, png, webp } from "../support/Images.ts"
+import { payloadsOf, query } from "../support/Sql.ts"
+import { createCompany, getLink, request, upload } from "../support/TestServer.ts"
+import { tempDir, tone } from "./support.ts"
 
 const botToken = "700300:AAmediaTestBotTokenValue_123456"
-let server: RunningServer
-let tg: TelegramFake
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-  tg.tokens.add(botToken)
-  server = await startServer({ storageDir: tempDir(), telegramApiBase: tg.url, appUrl: "https://crm.example.test" })
-})
-afterAll(async () => {
-  await server?.close()
-  await tg?.close()
-})
+const tg = new TelegramFake()
+tg.tokens.add(botToken)
+const server = fileServer(() => ({ storageDir: tempDir(), telegramApiBase: tg.http.url, appUrl: "https://crm.example.test" }), [tg.http])
 
 const uploadPng = async (token: string, name = "pic.png") => {
   const bytes = await png(300, 200)
@@ -30,20 +23,11 @@ const uploadPng = async (token: string, name = "pic.png") => {
 const sticker = async (token: string) => {
   const pack = await request(server, "POST", "/v1/sticker-packs", { token, body: { name: "Pack", tray_emoji: "🙂" } })
   assert.strictEqual(pack.status, 201, JSON.stringify(pack.body))
-  const form = new FormData()
-  form.append("files[]", new Blob([await webp(600, 600)], { type: "image/webp" }), "s.webp")
-  const res = await fetch(`${server.url}/v1/sticker-packs/${pack.body.data.pack.id}/stickers`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${token}`, accept: "application/json" },
-    body: form
-  })
-  const body = (await res.json()) as any
-  assert.ok(res.status === 200 || res.status === 201, JSON.stringify(body))
-  return body.data.created[0].id as number
+  const file = { bytes: await webp(600, 600), name: "s.webp", type: "image/webp", field: "files[]" }
+  const res = await upload(server, token, `/v1/sticker-packs/${pack.body.data.pack.id}/stickers`, file)
+  assert.ok(res.status === 200 || res.status === 201, JSON.stringify(res.body))
+  return res.body.data.created[0].id as number
 }
-
-const eventsOf = (companyId: number, key: string) =>
-  query<{ payload: any }>(server, "SELECT payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq", [companyId, key])
 
 describe("attachments on send and direct create", () => {
   it("sends an uploaded image: the attachment row carries the media, a signed url and a 640 thumbnail", async () => {
@@ -69,7 +53,7 @@ describe("attachments on send and direct create", () => {
     assert.strictEqual(original.status, 200)
     assert.deepStrictEqual(original.bytes, media.bytes)
     // The event carries the same attachment.
-    const created = (await eventsOf(a.id, "message.created")).map((e) => e.payload).find((p) => p.message.id === m.id)
+    const created = (await payloadsOf(server, a.id, "message.created")).find((p) => p.message.id === m.id)
     assert.strictEqual(created.message.attachments[0].url, att.url)
     // And a later read renders it the same way.
     const again = await request(server, "GET", `/v1/messages/${m.id}`, { token: a.token })
@@ -168,7 +152,7 @@ describe("GET / POST /v1/messages/{id}/attachments", () => {
     const list = await request(server, "GET", `/v1/messages/${id}/attachments`, { token: a.token })
     assert.strictEqual(list.status, 200)
     assert.deepStrictEqual(list.body.data.map((x: any) => x.media_id), [first.id, second.body.media_id])
-    const updated = (await eventsOf(a.id, "message.updated")).map((e) => e.payload).filter((p) => p.message.id === id)
+    const updated = (await payloadsOf(server, a.id, "message.updated")).filter((p) => p.message.id === id)
     assert.deepStrictEqual(updated.map((p) => p.change), ["attachments"])
     assert.strictEqual(updated[0].message.attachments.length, 2)
 
@@ -221,7 +205,7 @@ describe("media through the Telegram adapter", () => {
     const res = await send(server, company.token, { channel_id: channelId, thread_id: threadId, text: "caption", attachments: [{ media_id: media.id }] })
     assert.strictEqual(res.status, 201, JSON.stringify(res.body))
     assert.strictEqual(res.body.data.status, "sent")
-    const call = tg.calls("sendPhoto").at(-1)!
+    const call = tg.http.calls("sendPhoto").at(-1)!
     assert.strictEqual(call.body.caption, "caption")
     assert.strictEqual(call.files.photo.name, "holiday.png")
     assert.deepStrictEqual([...call.files.photo.bytes], [...media.bytes])
@@ -229,7 +213,7 @@ describe("media through the Telegram adapter", () => {
     const note = await upload(server, company.token, "/v1/uploads/voice", { bytes: tone("mp3"), name: "v.mp3", type: "audio/mpeg" })
     const voice = await send(server, company.token, { channel_id: channelId, thread_id: threadId, attachments: [{ media_id: note.body.media_id }] })
     assert.strictEqual(voice.body.data.status, "sent", JSON.stringify(voice.body))
-    const voiceCall = tg.calls("sendVoice").at(-1)!
+    const voiceCall = tg.http.calls("sendVoice").at(-1)!
     assert.strictEqual(Buffer.from(voiceCall.files.voice.bytes.subarray(0, 4)).toString(), "OggS")
   })
 
@@ -248,7 +232,7 @@ describe("media through the Telegram adapter", () => {
     assert.strictEqual(fetched.status, 200, JSON.stringify(fetched.body))
     assert.match(fetched.body.data.storage_path, new RegExp(`^c${company.id}/attachments/.+\\.jpg$`))
     assert.strictEqual(fetched.body.data.size, photo.byteLength)
-    assert.deepStrictEqual(tg.calls("getFile").at(-1)!.body, { file_id: `photo-${channelId}` })
+    assert.deepStrictEqual(tg.http.calls("getFile").at(-1)!.body, { file_id: `photo-${channelId}` })
     const bytes = await getLink(server, fetched.body.data.url)
     assert.strictEqual(bytes.status, 200)
     assert.strictEqual(bytes.headers.get("content-type"), "image/jpeg")
@@ -257,11 +241,11 @@ describe("media through the Telegram adapter", () => {
     assert.strictEqual(thumb.headers.get("content-type"), "image/webp")
 
     // Fetching again is a no-op: same file, no new download.
-    const downloads = tg.calls("file").length
+    const downloads = tg.http.calls("file").length
     const again = await request(server, "POST", `/v1/messages/${msg.id}/attachments/${att.id}/fetch`, { token: company.token })
     assert.strictEqual(again.body.data.url, fetched.body.data.url)
-    assert.strictEqual(tg.calls("file").length, downloads)
-    const updated = (await eventsOf(company.id, "message.updated")).map((e) => e.payload).filter((p) => p.message.id === msg.id)
+    assert.strictEqual(tg.http.calls("file").length, downloads)
+    const updated = (await payloadsOf(server, company.id, "message.updated")).filter((p) => p.message.id === msg.id)
     assert.deepStrictEqual(updated.map((p) => p.change), ["attachments"])
   })
 

@@ -5,9 +5,10 @@ import { join } from "node:path"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
-import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, jpeg, png, svg, tempDir, upload } from "./support.ts"
+import { conversationOn } from "../messages/support.ts"
+import { jpeg, png, svg } from "../support/Images.ts"
+import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { attached, tempDir } from "./support.ts"
 
 let server: RunningServer
 const storage = tempDir()
@@ -17,16 +18,6 @@ beforeAll(async () => {
 afterAll(() => server?.close())
 
 const stored = (path: string) => join(storage, ...path.split("/"))
-
-/** Sends `file` as an attachment and answers the message's attachment. */
-const attached = async (target: RunningServer, token: string, file: { bytes: Uint8Array; name: string; type: string }) => {
-  const up = await upload(target, token, "/v1/uploads", file)
-  assert.strictEqual(up.status, 201, JSON.stringify(up.body))
-  const c = await conversationOn(target, token)
-  const sent = await send(target, token, { channel_id: c.channelId, thread_id: c.threadId, attachments: [{ media_id: up.body.media_id }] })
-  assert.strictEqual(sent.status, 201, JSON.stringify(sent.body))
-  return { ...sent.body.data.attachments[0], message_id: sent.body.data.id as number }
-}
 
 const withParam = (link: string, key: string, value: string | null) => {
   const url = new URL(link)

@@ -10,10 +10,10 @@ import { BlobStore } from "../../src/platform/files/BlobStore.ts"
 import { bytesFileResponse, parseRange } from "../../src/platform/files/FileResponse.ts"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
 import { createContact } from "../contacts/support.ts"
-import { conversationOn, send } from "../messages/support.ts"
 import { createPack, uploadStickers } from "../stickers/support.ts"
-import { createCompany, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, jpeg, png, svg, tempDir, tone, upload } from "./support.ts"
+import { jpeg, png, svg } from "../support/Images.ts"
+import { createCompany, getLink, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { attached, tempDir, tone } from "./support.ts"
 
 let server: RunningServer
 const storage = tempDir("crm-ranges-")
@@ -23,16 +23,6 @@ beforeAll(async () => {
 afterAll(() => server?.close())
 
 const stored = (path: string) => join(storage, ...path.split("/"))
-
-/** Sends `file` as an attachment and answers the message's attachment (with `url` and `thumbnail_url`). */
-const attached = async (token: string, file: { bytes: Uint8Array; name: string; type: string }) => {
-  const up = await upload(server, token, "/v1/uploads", file)
-  assert.strictEqual(up.status, 201, JSON.stringify(up.body))
-  const c = await conversationOn(server, token)
-  const sent = await send(server, token, { channel_id: c.channelId, thread_id: c.threadId, attachments: [{ media_id: up.body.media_id }] })
-  assert.strictEqual(sent.status, 201, JSON.stringify(sent.body))
-  return { ...sent.body.data.attachments[0], message_id: sent.body.data.id as number }
-}
 
 const signFor = (pathname: string, params: Record<string, string>) =>
   server.runInApp(SignedUrls.use((s) => Effect.succeed(s.sign(pathname, { params }))))
@@ -45,7 +35,7 @@ const blob = new Uint8Array(randomBytes(300 * 1024))
 describe("byte ranges on the media route", () => {
   it("answers one range with 206, Content-Range and exactly those bytes; no Range gives 200 with Accept-Ranges", async () => {
     const company = await createCompany(server)
-    const att = await attached(company.token, { bytes: blob, name: "clip.mp4", type: "video/mp4" })
+    const att = await attached(server, company.token, { bytes: blob, name: "clip.mp4", type: "video/mp4" })
     const size = blob.byteLength
 
     const whole = await getLink(server, att.url)
@@ -80,7 +70,7 @@ describe("byte ranges on the media route", () => {
   it("lets a player seek in a real ffmpeg-made audio file: the ranges put together are the file", async () => {
     const company = await createCompany(server)
     const audio = tone("mp3", 3)
-    const att = await attached(company.token, { bytes: audio, name: "tone.mp3", type: "audio/mpeg" })
+    const att = await attached(server, company.token, { bytes: audio, name: "tone.mp3", type: "audio/mpeg" })
     const size = audio.byteLength
     const probe = await getLink(server, att.url, { range: "bytes=0-" })
     assert.strictEqual(probe.status, 206)
@@ -99,7 +89,7 @@ describe("byte ranges on the media route", () => {
 
   it("answers an unsatisfiable range with 416, Content-Range bytes */size and a {message} body", async () => {
     const company = await createCompany(server)
-    const att = await attached(company.token, { bytes: blob.subarray(0, 1000), name: "a.pdf", type: "application/pdf" })
+    const att = await attached(server, company.token, { bytes: blob.subarray(0, 1000), name: "a.pdf", type: "application/pdf" })
     for (const range of ["bytes=1000-", "bytes=1000-2000", "bytes=-0", "bytes=99999999999-"]) {
       const res = await getLink(server, att.url, { range })
       assert.strictEqual(res.status, 416, range)
@@ -112,7 +102,7 @@ describe("byte ranges on the media route", () => {
   it("serves the whole file with 200 for several ranges, malformed ranges and other units", async () => {
     const company = await createCompany(server)
     const bytes = blob.subarray(0, 5000)
-    const att = await attached(company.token, { bytes, name: "b.pdf", type: "application/pdf" })
+    const att = await attached(server, company.token, { bytes, name: "b.pdf", type: "application/pdf" })
     for (const range of ["bytes=0-1,5-6", "bytes=0-99, 200-299", "bytes=abc", "bytes=5-2", "items=0-5", "bytes=-", "bytes 0-5"]) {
       const res = await getLink(server, att.url, { range })
       assert.strictEqual(res.status, 200, range)
@@ -123,7 +113,7 @@ describe("byte ranges on the media route", () => {
 
   it("sends a strong ETag and Last-Modified; If-None-Match and If-Modified-Since give 304 without a body", async () => {
     const company = await createCompany(server)
-    const att = await attached(company.token, { bytes: await png(40, 40), name: "p.png", type: "image/png" })
+    const att = await attached(server, company.token, { bytes: await png(40, 40), name: "p.png", type: "image/png" })
     const first = await getLink(server, att.url)
     const etag = first.headers.get("etag")!
     assert.match(etag, /^"[A-Za-z0-9_-]{22}"$/)
@@ -152,14 +142,14 @@ describe("byte ranges on the media route", () => {
     const conditionalRange = await getLink(server, att.url, { "if-none-match": etag, range: "bytes=0-9" })
     assert.strictEqual(conditionalRange.status, 304, "a cached copy needs no range")
 
-    const other = await attached(company.token, { bytes: await png(41, 40), name: "p.png", type: "image/png" })
+    const other = await attached(server, company.token, { bytes: await png(41, 40), name: "p.png", type: "image/png" })
     assert.notStrictEqual((await getLink(server, other.url)).headers.get("etag"), etag)
   })
 
   it("honours If-Range only for the current ETag; a date or another tag gets the whole file", async () => {
     const company = await createCompany(server)
     const bytes = blob.subarray(0, 4000)
-    const att = await attached(company.token, { bytes, name: "c.pdf", type: "application/pdf" })
+    const att = await attached(server, company.token, { bytes, name: "c.pdf", type: "application/pdf" })
     const whole = await getLink(server, att.url)
     const etag = whole.headers.get("etag")!
     const same = await getLink(server, att.url, { range: "bytes=100-199", "if-range": etag })
@@ -174,7 +164,7 @@ describe("byte ranges on the media route", () => {
 
   it("answers HEAD with the GET headers and no body, ignoring Range; unsigned HEAD is 403", async () => {
     const company = await createCompany(server)
-    const att = await attached(company.token, { bytes: blob, name: "clip.mp4", type: "video/mp4" })
+    const att = await attached(server, company.token, { bytes: blob, name: "clip.mp4", type: "video/mp4" })
     const get = await getLink(server, att.url)
     const head = await getLink(server, att.url, {}, "HEAD")
     assert.strictEqual(head.status, 200)
@@ -196,7 +186,7 @@ describe("byte ranges on the media route", () => {
 
   it("keeps ranges on thumbnails and the unsafe-type rules on ranged answers", async () => {
     const company = await createCompany(server)
-    const image = await attached(company.token, { bytes: await jpeg(1200, 600), name: "wide.jpg", type: "image/jpeg" })
+    const image = await attached(server, company.token, { bytes: await jpeg(1200, 600), name: "wide.jpg", type: "image/jpeg" })
     const thumb = await getLink(server, image.thumbnail_url)
     assert.strictEqual(thumb.status, 200)
     assert.strictEqual((await sharp(thumb.bytes).metadata()).width, 640)
@@ -209,7 +199,7 @@ describe("byte ranges on the media route", () => {
     assert.deepStrictEqual(head.bytes, thumb.bytes.subarray(0, 12))
     assert.strictEqual(Buffer.from(head.bytes.subarray(8, 12)).toString("latin1"), "WEBP")
 
-    const vector = await attached(company.token, { bytes: svg, name: "logo.svg", type: "image/svg+xml" })
+    const vector = await attached(server, company.token, { bytes: svg, name: "logo.svg", type: "image/svg+xml" })
     const part = await getLink(server, vector.url, { range: "bytes=0-3" })
     assert.strictEqual(part.status, 206)
     assert.strictEqual(part.headers.get("content-type"), "application/octet-stream")
@@ -220,7 +210,7 @@ describe("byte ranges on the media route", () => {
 
   it("reads a range from disk without loading the file: the tail of a 3 GiB (sparse) file", async () => {
     const company = await createCompany(server)
-    const att = await attached(company.token, { bytes: blob.subarray(0, 100), name: "big.mp4", type: "video/mp4" })
+    const att = await attached(server, company.token, { bytes: blob.subarray(0, 100), name: "big.mp4", type: "video/mp4" })
     const size = 3 * 1024 * 1024 * 1024
     const file = stored(att.storage_path)
     truncateSync(file, size)
@@ -241,7 +231,7 @@ describe("byte ranges on the media route", () => {
   it("still needs the signature (403) and answers another company's attachment with 404, ranges or not", async () => {
     const a = await createCompany(server)
     const b = await createCompany(server)
-    const att = await attached(a.token, { bytes: blob.subarray(0, 2000), name: "d.pdf", type: "application/pdf" })
+    const att = await attached(server, a.token, { bytes: blob.subarray(0, 2000), name: "d.pdf", type: "application/pdf" })
     const unsigned = new URL(att.url)
     unsigned.searchParams.delete("signature")
     const refused = await getLink(server, unsigned.toString(), { range: "bytes=0-9" })

@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, type RunningServer, startServer } from "../support/TestServer.ts"
-import { getLink, png, tempDir, upload } from "./support.ts"
+import { png } from "../support/Images.ts"
+import { createCompany, getLink, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { tempDir } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {

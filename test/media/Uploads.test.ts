@@ -4,10 +4,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { addUser, mobileLogin, query } from "../auth/support.ts"
+import { addUser, mobileLogin } from "../auth/support.ts"
 import { conversationOn, send } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { filesUnder, jpeg, png, probe, svg, tempDir, tone, upload, webp } from "./support.ts"
+import { jpeg, png, svg, webp } from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { filesUnder, probe, tempDir, tone } from "./support.ts"
 
 let server: RunningServer
 const storage = tempDir()

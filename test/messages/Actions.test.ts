@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { unique } from "../support/Ids.ts"
+import { payloadsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { type ChannelType, conversationOn, createChannel, inbound, send, sqlQuery, threadOf, unique } from "./support.ts"
+import { type ChannelType, conversationOn, createChannel, inbound, send, threadOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -17,12 +19,7 @@ const sent = async (token: string, type: ChannelType = "msgr_b", text = "hello")
 }
 
 const age = (id: number, interval: string) =>
-  sqlQuery(server, `UPDATE messages SET created_at = now() - interval '${interval}' WHERE id = $1`, [id])
-
-const eventsOf = (companyId: number, key: string) =>
-  sqlQuery<{ payload: any }>(server, "SELECT payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq", [companyId, key]).then(
-    (rows) => rows.map((r) => r.payload)
-  )
+  query(server, `UPDATE messages SET created_at = now() - interval '${interval}' WHERE id = $1`, [id])
 
 /** Every message route, for the cross-tenant check. */
 const routes = (id: number): Array<[string, string, unknown?]> => [
@@ -93,7 +90,7 @@ describe("PATCH /v1/messages/{id}", () => {
     assert.strictEqual(res.status, 200, JSON.stringify(res.body))
     assert.strictEqual(res.body.data.message_content, "edited")
     assert.isString(res.body.data.edited_at)
-    const updated = (await eventsOf(a.id, "message.updated")).filter((p) => p.change === "edited")
+    const updated = (await payloadsOf(server, a.id, "message.updated")).filter((p) => p.change === "edited")
     assert.strictEqual(updated.length, 1)
     assert.strictEqual(updated[0].message.message_content, "edited")
   })
@@ -134,7 +131,7 @@ describe("DELETE /v1/messages/{id}", () => {
     const again = await request(server, "DELETE", `/v1/messages/${s.message.id}`, { token: a.token, body: {} })
     assert.strictEqual(again.status, 200)
     assert.strictEqual(again.body.data.deleted_at, res.body.data.deleted_at)
-    assert.strictEqual((await eventsOf(a.id, "message.updated")).filter((p) => p.change === "deleted").length, 1)
+    assert.strictEqual((await payloadsOf(server, a.id, "message.updated")).filter((p) => p.change === "deleted").length, 1)
     const inboundDelete = await request(server, "DELETE", `/v1/messages/${s.inboundId}`, { token: a.token })
     assert.strictEqual(inboundDelete.status, 422)
   })
@@ -146,7 +143,7 @@ describe("DELETE /v1/messages/{id}", () => {
     assert.strictEqual(res.status, 200, JSON.stringify(res.body))
     assert.isString(res.body.data.revoked_at)
     assert.strictEqual(res.body.data.message_content, null)
-    assert.strictEqual((await eventsOf(a.id, "message.updated")).filter((p) => p.change === "revoked").length, 1)
+    assert.strictEqual((await payloadsOf(server, a.id, "message.updated")).filter((p) => p.change === "revoked").length, 1)
 
     const business = await sent(a.token, "msgr_a_business")
     const refused = await request(server, "DELETE", `/v1/messages/${business.message.id}`, { token: a.token, body: { mode: "revoke" } })
@@ -172,7 +169,7 @@ describe("GET /v1/messages/{id}/around", () => {
     const ids = [c.inboundId]
     for (let i = 0; i < 6; i++) ids.push((await send(server, a.token, { channel_id: c.channelId, thread_id: c.threadId, text: `m${i}` })).body.data.id)
     for (const [i, id] of ids.entries()) {
-      await sqlQuery(server, "UPDATE messages SET \"timestamp\" = now() - make_interval(mins => $1) WHERE id = $2", [60 - i, id])
+      await query(server, "UPDATE messages SET \"timestamp\" = now() - make_interval(mins => $1) WHERE id = $2", [60 - i, id])
     }
     const res = await request(server, "GET", `/v1/messages/${ids[3]}/around?limit=2`, { token: a.token })
     assert.strictEqual(res.status, 200)
@@ -245,7 +242,7 @@ describe("reactions", () => {
     const none = await request(server, "DELETE", `/v1/messages/${s.inboundId}/reactions`, { token: a.token })
     assert.strictEqual(none.status, 200)
     assert.strictEqual(none.body.data.removed, false)
-    const events = await eventsOf(a.id, "message.reaction.updated")
+    const events = await payloadsOf(server, a.id, "message.reaction.updated")
     assert.deepStrictEqual(events.map((e) => [e.action, e.replaced]), [["added", false], ["added", true], ["removed", false]])
     assert.strictEqual(events[0].message_id, s.inboundId)
   })
@@ -270,7 +267,7 @@ describe("reactions", () => {
       assert.strictEqual(res.status, 422, JSON.stringify(body))
       assert.ok(res.body.errors?.[field], `${JSON.stringify(body)} → ${JSON.stringify(res.body)}`)
     }
-    const [{ contact_account_id }] = await sqlQuery<any>(server, "SELECT contact_account_id FROM messages WHERE id = $1", [s.inboundId])
+    const [{ contact_account_id }] = await query<any>(server, "SELECT contact_account_id FROM messages WHERE id = $1", [s.inboundId])
     const byContact = await post({ reaction: "👍", author_contact_account_id: contact_account_id })
     assert.strictEqual(byContact.body.data.author_contact_account_id, contact_account_id)
     assert.strictEqual(byContact.body.data.author_user_id, null)
@@ -296,10 +293,10 @@ describe("POST /v1/messages/{id}/like", () => {
     assert.strictEqual(other.status, 422)
 
     const { thread_id } = await threadOf(server, comment.message_id)
-    await sqlQuery(server, "UPDATE channels SET settings = '{\"sandbox_fail\": true}' WHERE id = $1", [channel])
+    await query(server, "UPDATE channels SET settings = '{\"sandbox_fail\": true}' WHERE id = $1", [channel])
     const failed = await request(server, "POST", "/v1/messages", { token: a.token, body: { thread_id, text: "our reply" } })
     assert.strictEqual(failed.body.data.external_message_id, null)
-    await sqlQuery(server, "UPDATE channels SET settings = '{}' WHERE id = $1", [channel])
+    await query(server, "UPDATE channels SET settings = '{}' WHERE id = $1", [channel])
     const noExternal = await request(server, "POST", `/v1/messages/${failed.body.data.id}/like`, { token: a.token })
     assert.strictEqual(noExternal.status, 422)
     assert.strictEqual(noExternal.body.error_code, "no_external_id")

@@ -1,7 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { unique } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { conversationOn, createChannel, inbound, messageCount, send, sqlQuery, threadOf, unique } from "./support.ts"
+import { conversationOn, createChannel, inbound, messageCount, send, threadOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -13,7 +15,7 @@ const forward = (token: string, id: number, body: Record<string, unknown>) =>
   request(server, "POST", `/v1/messages/${id}/forward`, { token, body })
 
 const accountOf = async (threadId: number) =>
-  (await sqlQuery<{ id: number; contact_id: number }>(
+  (await query<{ id: number; contact_id: number }>(
     server,
     "SELECT ca.id, ca.contact_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
     [threadId]
@@ -38,7 +40,7 @@ describe("POST /v1/messages/{id}/forward", () => {
     assert.strictEqual(m.thread_id, target.threadId)
     assert.strictEqual(m.conversation_id, target.conversationId)
     assert.strictEqual(m.status, "sent")
-    const [{ metadata }] = await sqlQuery<any>(server, "SELECT metadata FROM messages WHERE id = $1", [m.id])
+    const [{ metadata }] = await query<any>(server, "SELECT metadata FROM messages WHERE id = $1", [m.id])
     assert.strictEqual(metadata.forwarded_from_message_id, source.inboundId)
   })
 
@@ -95,7 +97,7 @@ describe("POST /v1/messages/{id}/forward", () => {
 
     // message_not_forwardable: a location (no structured payload kept), and a message with nothing to copy
     const where = await inbound(server, a.token, source.channelId, { text: "52.52,13.40" })
-    await sqlQuery(server, "UPDATE messages SET message_type = 'location' WHERE id = $1", [where.message_id])
+    await query(server, "UPDATE messages SET message_type = 'location' WHERE id = $1", [where.message_id])
     await refusal(await forward(a.token, where.message_id, { target_thread_id: target.threadId }), "message_not_forwardable")
     const blank = await inbound(server, a.token, source.channelId, { text: null })
     await refusal(await forward(a.token, blank.message_id, { target_thread_id: target.threadId }), "message_not_forwardable")
@@ -138,25 +140,25 @@ describe("POST /v1/messages/{id}/forward", () => {
 
     // content_type_unsupported: a voice note cannot go to the social inbox
     const voice = await inbound(server, a.token, source.channelId, { text: "(voice)" })
-    await sqlQuery(server, "UPDATE messages SET message_type = 'voice' WHERE id = $1", [voice.message_id])
+    await query(server, "UPDATE messages SET message_type = 'voice' WHERE id = $1", [voice.message_id])
     const dm = await inbound(server, a.token, page, { text: "a DM" })
     const dmThread = (await threadOf(server, dm.message_id)).thread_id
     await refusal(await forward(a.token, voice.message_id, { target_thread_id: dmThread }), "content_type_unsupported")
 
     // contact_blocked, with the spec's message
     const blocked = await conversationOn(server, a.token, "msgr_b")
-    await sqlQuery(server, "UPDATE contacts SET blocked_at = now() WHERE id = $1", [(await accountOf(blocked.threadId)).contact_id])
+    await query(server, "UPDATE contacts SET blocked_at = now() WHERE id = $1", [(await accountOf(blocked.threadId)).contact_id])
     const refused = await forward(a.token, source.inboundId, { target_thread_id: blocked.threadId })
     assert.deepStrictEqual(refused.body, { message: "This contact is blocked; the message was not sent.", error_code: "contact_blocked" })
 
     // wa_window_closed
     const business = await conversationOn(server, a.token, "msgr_a_business")
-    await sqlQuery(server, "UPDATE threads SET last_inbound_at = now() - interval '25 hours' WHERE id = $1", [business.threadId])
+    await query(server, "UPDATE threads SET last_inbound_at = now() - interval '25 hours' WHERE id = $1", [business.threadId])
     await refusal(await forward(a.token, source.inboundId, { target_thread_id: business.threadId }), "wa_window_closed")
 
     const created = await messageCount(server, a.id)
     // Only the seeding messages exist: the refusals sent nothing (ours, where, blank, voice, dm, reach and the conversations' inbounds).
-    const [{ n }] = await sqlQuery<{ n: number }>(
+    const [{ n }] = await query<{ n: number }>(
       server,
       "SELECT count(*)::int AS n FROM messages WHERE company_id = $1 AND metadata ? 'forwarded_from_message_id'",
       [a.id]

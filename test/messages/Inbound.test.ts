@@ -1,11 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
-import type { ChannelContext, InboundMessage } from "../../src/providers/Provider.ts"
 import { Inbound } from "../../src/messages/Inbound.ts"
+import type { ChannelContext, InboundMessage } from "../../src/providers/Provider.ts"
+import { unique } from "../support/Ids.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
+import { payloadsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { type ChannelType, conversationOn, createChannel, inbound, send, sqlQuery, threadOf, unique } from "./support.ts"
+import { type ChannelType, conversationOn, createChannel, externalIdOf, inbound, send, threadOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -14,11 +16,6 @@ beforeAll(async () => {
   server = await startServer()
 })
 afterAll(() => server?.close())
-
-const eventsOf = (companyId: number, key: string) =>
-  sqlQuery<{ payload: any }>(server, "SELECT payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq", [companyId, key]).then(
-    (rows) => rows.map((r) => r.payload)
-  )
 
 /** Ingestion as the provider adapters call it, for what the sandbox endpoint cannot express. */
 const receive = async (companyId: number, channelId: number, type: ChannelType, message: Partial<InboundMessage>) => {
@@ -48,7 +45,7 @@ describe("inbound ingestion", () => {
       text: "Hola"
     })
     assert.strictEqual(got.duplicate, false)
-    const [contact] = await sqlQuery<any>(
+    const [contact] = await query<any>(
       server,
       `SELECT c.first_name, c.last_name, c.display_name, c.status, ca.external_id, ca.username, ca.channel_type
        FROM conversations cv JOIN contacts c ON c.id = cv.contact_id JOIN contact_accounts ca ON ca.contact_id = c.id
@@ -64,25 +61,25 @@ describe("inbound ingestion", () => {
       username: "maria_g",
       channel_type: "msgr_b"
     })
-    const [thread] = await sqlQuery<any>(server, "SELECT channel_id, is_group, last_inbound_at FROM threads WHERE conversation_id = $1", [
+    const [thread] = await query<any>(server, "SELECT channel_id, is_group, last_inbound_at FROM threads WHERE conversation_id = $1", [
       got.conversation_id
     ])
     assert.strictEqual(thread.channel_id, channel)
     assert.strictEqual(thread.is_group, false)
     assert.ok(thread.last_inbound_at)
 
-    const created = (await eventsOf(a.id, "message.created")).find((p) => p.message.id === got.message_id)
+    const created = (await payloadsOf(server, a.id, "message.created")).find((p) => p.message.id === got.message_id)
     assert.strictEqual(created.type, "text")
     assert.strictEqual(created.message.type, "text")
     assert.strictEqual(created.message.direction, "inbound")
     assert.strictEqual(created.message.message_content, "Hola")
     assert.strictEqual(created.referral, null)
-    assert.strictEqual((await eventsOf(a.id, "conversation.created")).filter((p) => p.conversation_id === got.conversation_id).length, 1)
-    assert.strictEqual((await eventsOf(a.id, "contact.created")).length, 1)
+    assert.strictEqual((await payloadsOf(server, a.id, "conversation.created")).filter((p) => p.conversation_id === got.conversation_id).length, 1)
+    assert.strictEqual((await payloadsOf(server, a.id, "contact.created")).length, 1)
 
     const second = await inbound(server, a.token, channel, { from: { external_id: external }, text: "again" })
     assert.strictEqual(second.conversation_id, got.conversation_id)
-    assert.strictEqual((await eventsOf(a.id, "conversation.created")).length, 1)
+    assert.strictEqual((await payloadsOf(server, a.id, "conversation.created")).length, 1)
   })
 
   it("deduplicates by the provider's message id on the channel", async () => {
@@ -93,7 +90,7 @@ describe("inbound ingestion", () => {
     const results = await Promise.all([1, 2, 3].map(() => inbound(server, a.token, channel, { from, external_message_id: id })))
     assert.strictEqual(new Set(results.map((r) => r.message_id)).size, 1)
     assert.deepStrictEqual(results.map((r) => r.duplicate).sort(), [false, true, true])
-    const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [channel])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE channel_id = $1", [channel])
     assert.strictEqual(n, 1)
     // The same provider id on another channel is another message.
     const other = await createChannel(server, a.token, "msgr_b")
@@ -115,7 +112,7 @@ describe("inbound ingestion", () => {
       ctwa_clid: "clid-9",
       media_type: "image"
     })
-    const created = (await eventsOf(a.id, "message.created")).find((p) => p.message.id === first.message_id)
+    const created = (await payloadsOf(server, a.id, "message.created")).find((p) => p.message.id === first.message_id)
     assert.deepStrictEqual(created.referral, message.body.data.referral)
     assert.strictEqual((await request(server, "GET", `/v1/messages/${later.message_id}`, { token: a.token })).body.data.referral, null)
 
@@ -144,9 +141,9 @@ describe("inbound ingestion", () => {
     const t2 = await threadOf(server, two.message_id)
     assert.strictEqual(t1.thread_id, t2.thread_id)
     assert.strictEqual(one.conversation_id, two.conversation_id)
-    const rows = await sqlQuery<{ contact_account_id: number }>(server, "SELECT contact_account_id FROM messages WHERE thread_id = $1", [t1.thread_id])
+    const rows = await query<{ contact_account_id: number }>(server, "SELECT contact_account_id FROM messages WHERE thread_id = $1", [t1.thread_id])
     assert.strictEqual(new Set(rows.map((r) => r.contact_account_id)).size, 2)
-    const [thread] = await sqlQuery<any>(server, "SELECT is_group, external_thread_id FROM threads WHERE id = $1", [t1.thread_id])
+    const [thread] = await query<any>(server, "SELECT is_group, external_thread_id FROM threads WHERE id = $1", [t1.thread_id])
     assert.deepStrictEqual(thread, { is_group: true, external_thread_id: post })
   })
 
@@ -154,7 +151,7 @@ describe("inbound ingestion", () => {
     const a = await createCompany(server)
     const channel = await createChannel(server, a.token, "msgr_b")
     const optedOut = async (conversationId: number) =>
-      (await sqlQuery<{ opted_out_at: Date | null }>(
+      (await query<{ opted_out_at: Date | null }>(
         server,
         "SELECT c.opted_out_at FROM conversations cv JOIN contacts c ON c.id = cv.contact_id WHERE cv.id = $1",
         [conversationId]
@@ -167,7 +164,7 @@ describe("inbound ingestion", () => {
       const got = await inbound(server, a.token, channel, { text })
       assert.strictEqual(await optedOut(got.conversation_id), null, text)
     }
-    const events = await eventsOf(a.id, "contact.opted_out")
+    const events = await payloadsOf(server, a.id, "contact.opted_out")
     assert.strictEqual(events.length, 6)
     assert.strictEqual(events[0].source, "stop_word")
   })
@@ -185,7 +182,7 @@ describe("inbound ingestion", () => {
     assert.strictEqual(message.body.data.status, "read")
     const history = await request(server, "GET", `/v1/messages/${sent.body.data.id}/statuses`, { token: a.token })
     assert.deepStrictEqual(history.body.data.map((s: any) => s.status), ["sent", "read", "delivered"])
-    const updates = (await eventsOf(a.id, "message.updated")).filter((p) => p.message.id === sent.body.data.id)
+    const updates = (await payloadsOf(server, a.id, "message.updated")).filter((p) => p.message.id === sent.body.data.id)
     assert.deepStrictEqual(updates.map((p) => p.message.status), ["read", "read"])
     const unknown = await request(server, "POST", `/v1/channels/${c.channelId}/sandbox/status`, {
       token: a.token,
@@ -197,11 +194,7 @@ describe("inbound ingestion", () => {
   it("stores canonical types, attachments with their provider refs, quotes, edits and reactions", async () => {
     const a = await createCompany(server)
     const c = await conversationOn(server, a.token)
-    const [{ external_id }] = await sqlQuery<{ external_id: string }>(
-      server,
-      "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
-      [c.threadId]
-    )
+    const external_id = await externalIdOf(server, c.threadId)
     const from = { external_id }
     const photo = await receive(a.id, c.channelId, "msgr_b", {
       from,
@@ -215,11 +208,11 @@ describe("inbound ingestion", () => {
     assert.strictEqual(got.body.data.attachments.length, 1)
     assert.strictEqual(got.body.data.attachments[0].type, "image")
     assert.strictEqual(got.body.data.attachments[0].mime_type, "image/jpeg")
-    const [{ metadata }] = await sqlQuery<any>(server, "SELECT metadata FROM messages WHERE id = $1", [photo.messageId])
+    const [{ metadata }] = await query<any>(server, "SELECT metadata FROM messages WHERE id = $1", [photo.messageId])
     assert.deepStrictEqual(metadata.attachment_refs, ["file-1"])
     assert.strictEqual((await request(server, "GET", `/v1/messages/${odd.messageId}`, { token: a.token })).body.data.message_type, "unsupported")
 
-    const [{ external_message_id }] = await sqlQuery<any>(server, "SELECT external_message_id FROM messages WHERE id = $1", [photo.messageId])
+    const [{ external_message_id }] = await query<any>(server, "SELECT external_message_id FROM messages WHERE id = $1", [photo.messageId])
     const quote = await receive(a.id, c.channelId, "msgr_b", { from, text: "about that", quotedExternalMessageId: external_message_id })
     assert.strictEqual((await request(server, "GET", `/v1/messages/${quote.messageId}`, { token: a.token })).body.data.quoted_message_id, photo.messageId)
 
@@ -244,7 +237,7 @@ describe("inbound ingestion", () => {
       reaction: { externalMessageId: ours.body.data.external_message_id, emoji: null }
     })
     assert.deepStrictEqual((await request(server, "GET", `/v1/messages/${ours.body.data.id}/reactions`, { token: a.token })).body.data, [])
-    const actions = (await eventsOf(a.id, "message.reaction.updated")).map((p) => p.action)
+    const actions = (await payloadsOf(server, a.id, "message.reaction.updated")).map((p) => p.action)
     assert.deepStrictEqual(actions, ["added", "removed"])
   })
 

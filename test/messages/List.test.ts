@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { conversationOn, createChannel, inbound, send, sqlQuery, threadOf } from "./support.ts"
+import { conversationOn, createChannel, inbound, send, threadOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -21,14 +22,14 @@ const seeded = async () => {
   for (let i = 1; i < 7; i++) {
     const res = i % 2 === 0
       ? (await inbound(server, a.token, c.channelId, {
-        from: { external_id: (await sqlQuery<any>(server, "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1", [c.threadId]))[0].external_id },
+        from: { external_id: (await query<any>(server, "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1", [c.threadId]))[0].external_id },
         text: `inbound ${i} apple`
       })).message_id
       : (await send(server, a.token, { channel_id: c.channelId, thread_id: c.threadId, text: `outbound ${i}` })).body.data.id
     created.push(res)
   }
   for (const [i, id] of created.entries()) {
-    await sqlQuery(server, "UPDATE messages SET \"timestamp\" = now() - make_interval(mins => $1) WHERE id = $2", [60 - i, id])
+    await query(server, "UPDATE messages SET \"timestamp\" = now() - make_interval(mins => $1) WHERE id = $2", [60 - i, id])
   }
   return { a, c, created }
 }
@@ -125,9 +126,9 @@ describe("GET /v1/messages", () => {
     const agent = await addUser(server, a.id, { role: "agent" })
     const token = (await mobileLogin(server, agent.email, agent.password)).body.data.token as string
     assert.strictEqual((await list(token, "")).body.data.pagination.total, 0, "an agent in no team sees no channel")
-    const [team] = await sqlQuery<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Sales') RETURNING id", [a.id])
-    await sqlQuery(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [a.id, team.id, agent.id])
-    await sqlQuery(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [a.id, team.id, c.channelId])
+    const [team] = await query<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Sales') RETURNING id", [a.id])
+    await query(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [a.id, team.id, agent.id])
+    await query(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [a.id, team.id, c.channelId])
     const hidden = await createChannel(server, a.token, "msgr_b")
     const hiddenMessage = await inbound(server, a.token, hidden)
     const seen = await list(token, "perPage=100")

@@ -1,20 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
+import { unique } from "../support/Ids.ts"
+import { eventsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { conversationOn, createChannel, inbound, messageCount, send, sqlQuery, threadOf, unique } from "./support.ts"
+import { conversationOn, createChannel, inbound, messageCount, send, threadOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
   server = await startServer()
 })
 afterAll(() => server?.close())
-
-const eventsOf = (companyId: number, key: string) =>
-  sqlQuery<{ seq: number; payload: any }>(server, "SELECT seq, payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY seq", [
-    companyId,
-    key
-  ])
 
 describe("POST /v1/messages/send", () => {
   it("sends to a thread: 201 with the message, status sent, provider id, and the events", async () => {
@@ -37,7 +33,7 @@ describe("POST /v1/messages/send", () => {
     const me = await request(server, "GET", "/v1/me", { token: a.token })
     assert.strictEqual(m.sender_user_id, me.body.data.id)
 
-    const created = (await eventsOf(a.id, "message.created")).map((e) => e.payload).filter((p) => p.message.id === m.id)
+    const created = (await eventsOf(server, a.id, "message.created")).map((e) => e.payload).filter((p) => p.message.id === m.id)
     assert.strictEqual(created.length, 1)
     assert.strictEqual(created[0].type, "text")
     assert.strictEqual(created[0].message.type, "text")
@@ -45,7 +41,7 @@ describe("POST /v1/messages/send", () => {
     assert.strictEqual(created[0].message.status, "sent")
     assert.strictEqual(created[0].message.external_message_id, m.external_message_id)
     assert.strictEqual(created[0].referral, null)
-    const updated = (await eventsOf(a.id, "message.updated")).map((e) => e.payload).filter((p) => p.message.id === m.id)
+    const updated = (await eventsOf(server, a.id, "message.updated")).map((e) => e.payload).filter((p) => p.message.id === m.id)
     assert.strictEqual(updated.length, 0)
     const statuses = await request(server, "GET", `/v1/messages/${m.id}/statuses`, { token: a.token })
     assert.deepStrictEqual(statuses.body.data.map((s: any) => s.status), ["sent"])
@@ -55,7 +51,7 @@ describe("POST /v1/messages/send", () => {
     const a = await createCompany(server)
     const first = await conversationOn(server, a.token, "msgr_b")
     const second = await createChannel(server, a.token, "msgr_b")
-    const [{ contact_id }] = await sqlQuery<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [
+    const [{ contact_id }] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM conversations WHERE id = $1", [
       first.conversationId
     ])
     const res = await send(server, a.token, { channel_id: second, contact_id, text: "via the other bot" })
@@ -81,13 +77,13 @@ describe("POST /v1/messages/send", () => {
     assert.strictEqual(byId.status, 201, JSON.stringify(byId.body))
     const again = await send(server, a.token, { channel_id: channel, to: { external_id: external }, text: "second" })
     assert.strictEqual(again.body.data.thread_id, byId.body.data.thread_id)
-    const created = await eventsOf(a.id, "conversation.created")
+    const created = await eventsOf(server, a.id, "conversation.created")
     assert.strictEqual(created.filter((e) => e.payload.conversation_id === byId.body.data.conversation_id).length, 1)
 
     const qr = await createChannel(server, a.token, "msgr_a")
     const byPhone = await send(server, a.token, { channel_id: qr, to: { phone: "+1 (555) 010-7788" }, text: "by phone" })
     assert.strictEqual(byPhone.status, 201, JSON.stringify(byPhone.body))
-    const [account] = await sqlQuery<{ external_id: string }>(
+    const [account] = await query<{ external_id: string }>(
       server,
       "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
       [byPhone.body.data.thread_id]
@@ -159,7 +155,7 @@ describe("POST /v1/messages/send", () => {
   it("refuses a blocked contact with the spec's body and sends nothing", async () => {
     const a = await createCompany(server)
     const c = await conversationOn(server, a.token)
-    await sqlQuery(server, "UPDATE contacts SET blocked_at = now() WHERE id = (SELECT contact_id FROM conversations WHERE id = $1)", [
+    await query(server, "UPDATE contacts SET blocked_at = now() WHERE id = (SELECT contact_id FROM conversations WHERE id = $1)", [
       c.conversationId
     ])
     const before = await messageCount(server, a.id)
@@ -180,7 +176,7 @@ describe("POST /v1/messages/send", () => {
     assert.strictEqual(open.body.data.status, "sent")
     assert.strictEqual(open.body.data.can_revoke_until, null)
 
-    await sqlQuery(server, "UPDATE threads SET last_inbound_at = now() - interval '25 hours' WHERE id = $1", [c.threadId])
+    await query(server, "UPDATE threads SET last_inbound_at = now() - interval '25 hours' WHERE id = $1", [c.threadId])
     const closed = await send(server, a.token, { channel_id: c.channelId, thread_id: c.threadId, text: "too late" })
     assert.strictEqual(closed.status, 422)
     assert.strictEqual(closed.body.error_code, "template_required")
@@ -192,7 +188,7 @@ describe("POST /v1/messages/send", () => {
 
     // Any other channel type without a window sends regardless of age.
     const b = await conversationOn(server, a.token, "msgr_b")
-    await sqlQuery(server, "UPDATE threads SET last_inbound_at = now() - interval '30 days' WHERE id = $1", [b.threadId])
+    await query(server, "UPDATE threads SET last_inbound_at = now() - interval '30 days' WHERE id = $1", [b.threadId])
     assert.strictEqual((await send(server, a.token, { channel_id: b.channelId, thread_id: b.threadId, text: "ok" })).status, 201)
   })
 
@@ -224,9 +220,9 @@ describe("POST /v1/messages/send", () => {
     const hidden = await conversationOn(server, a.token)
     const agent = await addUser(server, a.id, { role: "agent" })
     const token = (await mobileLogin(server, agent.email, agent.password)).body.data.token as string
-    const [team] = await sqlQuery<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Support') RETURNING id", [a.id])
-    await sqlQuery(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [a.id, team.id, agent.id])
-    await sqlQuery(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [a.id, team.id, seen.channelId])
+    const [team] = await query<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Support') RETURNING id", [a.id])
+    await query(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [a.id, team.id, agent.id])
+    await query(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [a.id, team.id, seen.channelId])
     const ok = await send(server, token, { channel_id: seen.channelId, thread_id: seen.threadId, text: "mine" })
     assert.strictEqual(ok.status, 201, JSON.stringify(ok.body))
     const no = await send(server, token, { channel_id: hidden.channelId, thread_id: hidden.threadId, text: "not mine" })
@@ -248,7 +244,7 @@ describe("POST /v1/messages (direct create)", () => {
     assert.strictEqual(res.body.data.quoted_message_id, c.inboundId)
     assert.strictEqual(res.body.data.status, "sent")
 
-    const [{ external_message_id }] = await sqlQuery<{ external_message_id: string }>(
+    const [{ external_message_id }] = await query<{ external_message_id: string }>(
       server,
       "SELECT external_message_id FROM messages WHERE id = $1",
       [c.inboundId]

@@ -1,18 +1,8 @@
-import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { unique } from "../support/Ids.ts"
+import { query } from "../support/Sql.ts"
 import { request, type RunningServer } from "../support/TestServer.ts"
 
 export type ChannelType = "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business"
-
-let counter = 0
-export const unique = (prefix: string) => `${prefix}-${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`
-
-/** Raw SQL inside the running app (PGlite or PostgreSQL). */
-export const sqlQuery = <A extends object = any>(server: RunningServer, text: string, params: ReadonlyArray<unknown> = []) =>
-  server.runInApp(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.unsafe<A>(text, params as Array<unknown>)
-  }).pipe(Effect.orDie))
 
 export const createChannel = async (server: RunningServer, token: string, type: ChannelType, extra: Record<string, unknown> = {}) => {
   const res = await request(server, "POST", "/v1/channels", {
@@ -45,12 +35,22 @@ export const inbound = async (
 }
 
 export const threadOf = async (server: RunningServer, messageId: number) => {
-  const [row] = await sqlQuery<{ thread_id: number; conversation_id: number }>(
+  const [row] = await query<{ thread_id: number; conversation_id: number }>(
     server,
     "SELECT thread_id, conversation_id FROM messages WHERE id = $1",
     [messageId]
   )
   return row
+}
+
+/** The external id of the contact account a thread talks to. */
+export const externalIdOf = async (server: RunningServer, threadId: number) => {
+  const [row] = await query<{ external_id: string }>(
+    server,
+    "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
+    [threadId]
+  )
+  return row.external_id
 }
 
 /** A channel with one inbound conversation: the usual starting point of a send. */
@@ -65,6 +65,6 @@ export const send = (server: RunningServer, token: string, body: Record<string, 
   request(server, "POST", "/v1/messages/send", { token, body, headers })
 
 export const messageCount = async (server: RunningServer, companyId: number) => {
-  const [{ n }] = await sqlQuery<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE company_id = $1", [companyId])
+  const [{ n }] = await query<{ n: number }>(server, "SELECT count(*)::int AS n FROM messages WHERE company_id = $1", [companyId])
   return n
 }

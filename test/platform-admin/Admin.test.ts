@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { uniqueEmail } from "../support/Ids.ts"
 import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
 
 let server: TestServer
@@ -35,11 +36,9 @@ const admin = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
     })
   })
 
-const unique = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`
-
 describe("admin CLI", () => {
   it("creates a company and prints the platform API's answer", async () => {
-    const email = `cli-${unique()}@example.test`
+    const email = uniqueEmail("cli")
     const run = await admin([
       "create-company", "--name", "Acme CLI", "--email", email, "--password", "secret123",
       "--plan", "business", "--admin-name", "Ann", "--url", server.url, "--key", server.platformKey
@@ -56,7 +55,7 @@ describe("admin CLI", () => {
 
   it("reads the key from PLATFORM_API_KEY, else from the data directory's key file", async () => {
     const fromEnv = await admin(
-      ["create-company", "--name", "Env", "--email", `env-${unique()}@example.test`, "--password", "secret123", "--url", server.url],
+      ["create-company", "--name", "Env", "--email", uniqueEmail("env"), "--password", "secret123", "--url", server.url],
       { PLATFORM_API_KEY: server.platformKey }
     )
     assert.strictEqual(fromEnv.code, 0, fromEnv.stderr)
@@ -64,7 +63,7 @@ describe("admin CLI", () => {
 
     writeFileSync(join(dataDir, "platform-api-key"), `${server.platformKey}\n`)
     const fromFile = await admin(
-      ["create-company", "--name", "File", "--email", `file-${unique()}@example.test`, "--password", "secret123", "--url", server.url],
+      ["create-company", "--name", "File", "--email", uniqueEmail("file"), "--password", "secret123", "--url", server.url],
       { DATA_DIR: dataDir }
     )
     assert.strictEqual(fromFile.code, 0, fromFile.stderr)
@@ -78,7 +77,7 @@ describe("admin CLI", () => {
   it("adds a user to a company, only to that company", async () => {
     const company = await createCompany(server)
     const other = await createCompany(server)
-    const email = `agent-${unique()}@example.test`
+    const email = uniqueEmail("agent")
     const run = await admin([
       "add-user", "--company", String(company.id), "--email", email, "--password", "secret123", "--role", "agent",
       "--url", server.url, "--key", server.platformKey
@@ -100,7 +99,7 @@ describe("admin CLI", () => {
   it("fails with a message and a non-zero exit", async () => {
     const [wrongKey, invalid, badRole, unreachable, usage, unknown] = await Promise.all([
       admin([
-        "create-company", "--name", "X", "--email", `x-${unique()}@example.test`, "--password", "secret123",
+        "create-company", "--name", "X", "--email", uniqueEmail("x"), "--password", "secret123",
         "--url", server.url, "--key", "wrong"
       ]),
       admin([
@@ -108,7 +107,7 @@ describe("admin CLI", () => {
         "--url", server.url, "--key", server.platformKey
       ]),
       admin([
-        "add-user", "--company", "1", "--email", `r-${unique()}@example.test`, "--password", "secret123", "--role", "owner",
+        "add-user", "--company", "1", "--email", uniqueEmail("r"), "--password", "secret123", "--role", "owner",
         "--url", server.url, "--key", server.platformKey
       ]),
       admin([

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { Passwords } from "../../src/auth/Passwords.ts"
+import { uniqueEmail } from "../support/Ids.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
@@ -10,8 +11,6 @@ beforeAll(async () => {
   server = await startServer()
 })
 afterAll(() => server?.close())
-
-const unique = () => `${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`
 
 const platform = (method: string, path: string, body?: unknown) =>
   request(server, method, `/platform/v1${path}`, { token: server.platformKey, body })
@@ -31,7 +30,7 @@ const personalToken = async (email: string, password = "password-123") => {
 
 describe("platform API", () => {
   it("creates a company on the free plan by default with a working admin token", async () => {
-    const email = `owner-${unique()}@example.test`
+    const email = uniqueEmail("owner")
     const res = await platform("POST", "/companies", {
       name: "Acme",
       admin: { email, password: "password-123", name: "Ann" }
@@ -69,7 +68,7 @@ describe("platform API", () => {
       plan: "pro",
       default_currency: "EUR",
       telephony_enabled: true,
-      admin: { email: `big-${unique()}@example.test`, password: "password-123", name: "B" }
+      admin: { email: uniqueEmail("big"), password: "password-123", name: "B" }
     })
     assert.strictEqual(res.status, 201)
     assert.strictEqual(res.body.data.company.plan, "pro")
@@ -79,7 +78,7 @@ describe("platform API", () => {
 
   it("refuses a missing or wrong platform key, and tenant tokens", async () => {
     const company = await createCompany(server)
-    const body = { name: "x", admin: { email: `k-${unique()}@example.test`, password: "password-123", name: "x" } }
+    const body = { name: "x", admin: { email: uniqueEmail("k"), password: "password-123", name: "x" } }
     for (const token of [undefined, "wrong-key", `${server.platformKey}x`, company.token]) {
       for (const [method, path] of [["POST", "/companies"], ["GET", `/companies/${company.id}`], ["PATCH", `/companies/${company.id}`], ["POST", `/companies/${company.id}/users`]]) {
         const res = await request(server, method, `/platform/v1${path}`, { token, body: method === "GET" ? undefined : body })
@@ -115,7 +114,7 @@ describe("platform API", () => {
       ["GET", "/companies/999999999", undefined],
       ["PATCH", "/companies/999999999", { name: "x" }],
       ["PATCH", "/companies/999999999", {}],
-      ["POST", "/companies/999999999/users", { email: `n-${unique()}@example.test`, password: "password-123", name: "n", role: "agent" }]
+      ["POST", "/companies/999999999/users", { email: uniqueEmail("n"), password: "password-123", name: "n", role: "agent" }]
     ] as const) {
       const res = await platform(method, path, body)
       assert.strictEqual(res.status, 404, `${method} ${path}`)
@@ -155,7 +154,7 @@ describe("platform API", () => {
 
   it("adds a new user with a role", async () => {
     const company = await createCompany(server)
-    const email = `agent-${unique()}@example.test`
+    const email = uniqueEmail("agent")
     const res = await platform("POST", `/companies/${company.id}/users`, { email, password: "password-456", name: "Al", role: "agent" })
     assert.strictEqual(res.status, 201, JSON.stringify(res.body))
     assert.deepStrictEqual(Object.keys(res.body.data), ["user"])

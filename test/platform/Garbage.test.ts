@@ -1,8 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
+import { createContact } from "../contacts/support.ts"
+import { conversationOn } from "../messages/support.ts"
+import { createPack, listPacks } from "../stickers/support.ts"
+import { createCompany, request, startServer, type RunningServer } from "../support/TestServer.ts"
 
-let server: TestServer
+let server: RunningServer
 let spec: any
 beforeAll(async () => {
   server = await startServer()
@@ -65,5 +68,51 @@ describe("every endpoint answers garbage with a 4xx JSON body, never a 500", () 
       }
     }
     assert.deepStrictEqual(failures, [])
+  })
+
+  it("answers 404 to another company's ids on every route of its records, never 403 or 500, and changes nothing", async () => {
+    const a = await createCompany(server)
+    const b = await createCompany(server)
+    const c = await conversationOn(server, a.token)
+    const contact = await createContact(server, a.token, { firstName: "Owned", lastName: "ByA" })
+    const tag = await request(server, "POST", "/v1/tags", { token: a.token, body: { name: "owned-by-a" } })
+    assert.strictEqual(tag.status, 201, JSON.stringify(tag.body))
+    const pack = await createPack(server, a.token)
+    const team = await request(server, "POST", "/v1/teams", { token: a.token, body: { name: "Team of A" } })
+    assert.strictEqual(team.status, 201, JSON.stringify(team.body))
+    // A record of A for each collection: a route under it with one path parameter gets its id.
+    const owned: Record<string, number> = {
+      "/v1/channels/": c.channelId,
+      "/v1/contacts/": contact.id,
+      "/v1/conversations/": c.conversationId,
+      "/v1/messages/": c.inboundId,
+      "/v1/sticker-packs/": pack.id,
+      "/v1/tags/": tag.body.data.id,
+      "/v1/teams/": team.body.data.team.id
+    }
+    // The sample: bearer routes whose body has no required field, so the id is all there is to judge.
+    const sample = Object.entries(spec.paths as Record<string, Record<string, any>>).flatMap(([path, item]) => {
+      const collection = Object.keys(owned).find((prefix) => path.startsWith(`${prefix}{`))
+      if (collection === undefined || path.split("{").length !== 2) return []
+      return Object.entries(item)
+        .filter(([method, op]) =>
+          ["get", "post", "put", "patch", "delete"].includes(method) &&
+          (op.security ?? spec.security ?? []).length > 0 &&
+          (op.requestBody?.content?.["application/json"]?.schema?.required ?? []).length === 0 &&
+          op.requestBody?.content?.["multipart/form-data"] === undefined
+        )
+        .map(([method]) => ({ method: method.toUpperCase(), path: fill(path, String(owned[collection])) }))
+    })
+    assert.ok(sample.length >= 25, `routes sampled: ${sample.length}`)
+    const failures: Array<string> = []
+    for (const op of sample) {
+      const res = await request(server, op.method, op.path, op.method === "GET" || op.method === "DELETE" ? { token: b.token } : { token: b.token, body: {} })
+      if (res.status !== 404 || typeof res.body?.message !== "string") failures.push(`${op.method} ${op.path} -> ${res.status} ${JSON.stringify(res.body)?.slice(0, 80)}`)
+    }
+    assert.deepStrictEqual(failures, [])
+    for (const [collection, id] of Object.entries(owned).filter(([collection]) => collection !== "/v1/sticker-packs/")) {
+      assert.strictEqual((await request(server, "GET", `${collection}${id}`, { token: a.token })).status, 200, `${collection}${id} after the sweep`)
+    }
+    assert.ok((await listPacks(server, a.token)).some((p) => p.id === pack.id))
   })
 })

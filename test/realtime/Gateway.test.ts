@@ -1,36 +1,13 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Context, Deferred, Effect, Exit, Layer, Option, Queue, Scope } from "effect"
-import PusherModule from "pusher-js"
 import WebSocket from "ws"
 import { RealtimeGateway } from "../../src/realtime/Gateway.ts"
 import * as Protocol from "../../src/realtime/Pusher.ts"
-
-// pusher-js types declare an ES default export, but its Node build is `module.exports = Pusher`.
-const Pusher = PusherModule as unknown as typeof PusherModule.default
-type Pusher = InstanceType<typeof Pusher>
+import { listen, Pusher, type PusherClient } from "../support/PusherClient.ts"
 
 const APP_KEY = "crm-test-key"
 const APP_SECRET = "crm-test-secret"
 const WAIT = "3 seconds"
-
-type Emitter = {
-  bind(event: string, callback: (data: unknown) => void): unknown
-  unbind(event?: string, callback?: Function): unknown
-}
-
-// Bound before the action that triggers the event, so nothing can slip through between the two.
-const listen = (emitter: Emitter, event: string) =>
-  Effect.acquireRelease(
-    Effect.gen(function*() {
-      const inbox = yield* Queue.unbounded<unknown>()
-      const callback = (data: unknown) => {
-        Queue.offerUnsafe(inbox, data)
-      }
-      emitter.bind(event, callback)
-      return { inbox, callback }
-    }),
-    ({ callback }) => Effect.sync(() => emitter.unbind(event, callback))
-  ).pipe(Effect.map(({ inbox }) => inbox))
 
 const next = <A>(inbox: Queue.Queue<A>) => Queue.take(inbox).pipe(Effect.timeout(WAIT))
 
@@ -69,14 +46,14 @@ const connectPusher = Effect.fnUntraced(function*(options: {
   return client
 })
 
-const connected = (client: Pusher) =>
+const connected = (client: PusherClient) =>
   Effect.gen(function*() {
     const inbox = yield* listen(client.connection, "connected")
     if (client.connection.state !== "connected") yield* next(inbox)
     return client.connection.socket_id
   })
 
-const subscribe = (client: Pusher, name: string) =>
+const subscribe = (client: PusherClient, name: string) =>
   Effect.gen(function*() {
     const channel = client.subscribe(name)
     const succeeded = yield* listen(channel, "pusher:subscription_succeeded")

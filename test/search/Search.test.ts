@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { seedChannel, seedConversation, seedMessage, seedTeam, seedThread, sqlRows, uniqueWord } from "./seed.ts"
+import { seedChannel, seedConversation, seedMessage, seedTeam, seedThread, uniqueWord } from "./seed.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -97,7 +98,7 @@ describe("GET /v1/messages/search: results", () => {
     assert.deepStrictEqual(ids(first), newestFirst.slice(0, 5))
     assert.deepStrictEqual(first.body.data.pagination, { page: 1, perPage: 5, total: 7, lastPage: 2 })
     assert.strictEqual(first.body.data.total_matches, 7)
-    const [created] = await sqlRows<{ created_at: Date }>(server, "SELECT created_at FROM messages WHERE id = $1", [newestFirst[0]])
+    const [created] = await query<{ created_at: Date }>(server, "SELECT created_at FROM messages WHERE id = $1", [newestFirst[0]])
     assert.deepStrictEqual(first.body.data.items[0], {
       message_id: newestFirst[0],
       conversation_id: thread.conversationId,
@@ -151,7 +152,7 @@ describe("GET /v1/messages/search: results", () => {
     const word = uniqueWord()
     const kept = await seedMessage(server, company.id, thread, `kept ${word}`)
     const deleted = await seedMessage(server, company.id, thread, `deleted ${word}`)
-    await sqlRows(server, "UPDATE messages SET deleted_at = now() WHERE id = $1", [deleted])
+    await query(server, "UPDATE messages SET deleted_at = now() WHERE id = $1", [deleted])
     const res = await search(company.token, { q: word })
     assert.deepStrictEqual(ids(res), [kept])
     assert.strictEqual(res.body.data.total_matches, 1)

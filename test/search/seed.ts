@@ -1,16 +1,8 @@
-import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { query } from "../support/Sql.ts"
 import type { RunningServer } from "../support/TestServer.ts"
 
-/** Raw SQL inside the running app (its own database, PGlite or PostgreSQL). */
-export const sqlRows = <A extends object = any>(server: RunningServer, text: string, params: ReadonlyArray<unknown> = []) =>
-  server.runInApp(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.unsafe<A>(text, params as Array<unknown>)
-  }).pipe(Effect.orDie))
-
 const one = async (server: RunningServer, text: string, params: ReadonlyArray<unknown>) =>
-  ((await sqlRows<{ id: number }>(server, text, params))[0]).id
+  ((await query<{ id: number }>(server, text, params))[0]).id
 
 export type ChannelType = "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business"
 
@@ -76,10 +68,10 @@ export const seedTeam = async (
 ) => {
   const teamId = await one(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Team') RETURNING id", [companyId])
   for (const userId of userIds) {
-    await sqlRows(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [companyId, teamId, userId])
+    await query(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [companyId, teamId, userId])
   }
   for (const channelId of channelIds) {
-    await sqlRows(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [companyId, teamId, channelId])
+    await query(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [companyId, teamId, channelId])
   }
   return teamId
 }

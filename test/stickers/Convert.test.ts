@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import sharp from "sharp"
 import { convertToSticker, isWebp, maxOutputBytes, sniffFormat } from "../../src/stickers/Convert.ts"
-import { images } from "./support.ts"
+import * as images from "../support/Images.ts"
 
 const convert = (bytes: Uint8Array) => Effect.runPromise(Effect.result(convertToSticker(bytes)))
 
@@ -17,7 +17,7 @@ describe("sticker conversion", () => {
     assert.strictEqual(sniffFormat(await images.jpeg()), "jpeg")
     assert.strictEqual(sniffFormat(await images.webp()), "webp")
     assert.strictEqual(sniffFormat(await sharp(await images.png()).gif().toBuffer()), null)
-    assert.strictEqual(sniffFormat(await images.svg()), null)
+    assert.strictEqual(sniffFormat(images.svg), null)
     const wav = Buffer.concat([Buffer.from("RIFF"), Buffer.alloc(4), Buffer.from("WAVEfmt ")])
     assert.isFalse(isWebp(wav))
     assert.isTrue(isWebp(await images.webp()))
@@ -63,8 +63,8 @@ describe("sticker conversion", () => {
     const cases: Array<[string, Uint8Array, string]> = [
       ["pixel flood", await images.pixelFlood(), "too_many_pixels"],
       ["truncated", await images.truncated(), "unreadable_image"],
-      ["text", await images.text(), "unsupported_format"],
-      ["svg", await images.svg(), "unsupported_format"],
+      ["text", images.text, "unsupported_format"],
+      ["svg", images.svg, "unsupported_format"],
       ["over 5 MB", new Uint8Array(5 * 1024 * 1024 + 1), "file_too_large"]
     ]
     for (const [label, bytes, reason] of cases) {

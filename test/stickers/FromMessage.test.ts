@@ -1,23 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import sharp from "sharp"
-import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { conversationOn } from "../messages/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, fetchPublic, images, listPacks, member, storeFile } from "./support.ts"
+import { fileServer } from "../support/FileServer.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, getLink, request } from "../support/TestServer.ts"
+import { createPack, listPacks, member, storeFile } from "./support.ts"
 import { telegramChannel } from "./telegram.ts"
 
-let server: RunningServer
-let tg: TelegramFake
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-  server = await startServer({ telegramApiBase: tg.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await tg?.close()
-})
+const tg = new TelegramFake()
+const server = fileServer(() => ({ telegramApiBase: tg.http.url }), [tg.http])
 
 /** An inbound message on a fresh channel with one attachment row; its file stored when `bytes` is given. */
 const chatAttachment = async (
@@ -93,7 +86,7 @@ describe("stickers from a chat message", () => {
     const item = res.body.data.item
     assert.strictEqual(item.pack_id, res.body.data.pack_id)
     assert.deepStrictEqual([item.width, item.height, item.is_animated], [512, 512, false])
-    const file = await fetchPublic(server, item.url)
+    const file = await getLink(server, item.url)
     assert.strictEqual((await sharp(file.bytes).metadata()).format, "webp")
 
     const b = await chatAttachment(company, await images.webp(300, 200))

@@ -1,26 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import sharp from "sharp"
-import { afterAll, beforeAll } from "vitest"
 import { parseSetLink } from "../../src/stickers/Domain.ts"
-import { query } from "../auth/support.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { createChannel } from "../messages/support.ts"
+import { fileServer } from "../support/FileServer.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { fetchPublic, listPacks, member } from "./support.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, getLink, request } from "../support/TestServer.ts"
+import { listPacks, member } from "./support.ts"
 import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } from "./telegram.ts"
 
-let server: RunningServer
-let tg: TelegramFake
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-  server = await startServer({ telegramApiBase: tg.url })
-})
-afterAll(async () => {
-  await server?.close()
-  await tg?.close()
-})
+const tg = new TelegramFake()
+const server = fileServer(() => ({ telegramApiBase: tg.http.url }), [tg.http])
 
 const jobCount = (companyId: number) =>
   query<{ n: number }>(server, "SELECT count(*)::int AS n FROM jobs WHERE kind = 'sticker.import' AND company_id = $1", [companyId]).then((r) => r[0].n)
@@ -66,14 +58,14 @@ describe("POST /v1/sticker-packs/import/telegram: the synchronous checks", () =>
 
     assert.strictEqual(await jobCount(company.id), 0)
     assert.deepStrictEqual(await listPacks(server, company.token), [])
-    assert.strictEqual(tg.calls("getFile").filter((c) => c.path.includes(bot.botToken)).length, 0)
+    assert.strictEqual(tg.http.calls("getFile").filter((c) => c.path.includes(bot.botToken)).length, 0)
   })
 
   it("answers 502 when Telegram cannot be reached, and queues nothing", async () => {
     const company = await createCompany(server)
     await telegramChannel(server, tg, company.token)
     const set = await stickerSet(tg, ["static"])
-    tg.inject("getStickerSet", { status: 502, body: { ok: false, error_code: 502, description: "Bad Gateway" } })
+    tg.http.inject("getStickerSet", { status: 502, body: { ok: false, error_code: 502, description: "Bad Gateway" } })
     const res = await importSet(server, company.token, set.name)
     assert.strictEqual(res.status, 502)
     assert.strictEqual(await jobCount(company.id), 0)
@@ -130,12 +122,12 @@ describe("the background import", () => {
       })
       assert.deepStrictEqual([pack.name, pack.source, pack.is_system, pack.tray_emoji, pack.stickers_count], ["Cats & Co", "telegram", false, "😺", 4])
       assert.deepStrictEqual(pack.stickers.map((s: any) => s.emoji_tags), [["😺"], [], ["🎉"], ["🙂"]])
-      const file = yield* Effect.promise(() => fetchPublic(server, pack.stickers[0].url))
+      const file = yield* Effect.promise(() => getLink(server, pack.stickers[0].url))
       const meta = yield* Effect.promise(() => sharp(file.bytes).metadata())
       assert.deepStrictEqual([meta.format, meta.width, meta.height], ["webp", 512, 512])
 
       // Only the static stickers were downloaded, through this company's bot.
-      const downloads = tg.calls("file").filter((c) => c.path.startsWith(`/file/bot${bot.botToken}/`)).map((c) => c.path.split("/").pop())
+      const downloads = tg.http.calls("file").filter((c) => c.path.startsWith(`/file/bot${bot.botToken}/`)).map((c) => c.path.split("/").pop())
       assert.sameMembers(downloads, [0, 2, 4, 5].map((i) => `${set.name}-${i}-static.webp`))
       // The replay endpoint has the same event.
       const replayed = yield* Effect.promise(() => finishedEvents(server, company.token))

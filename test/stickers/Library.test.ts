@@ -1,9 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, fetchPublic, images, listPacks, member, uploadStickers } from "./support.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createPack, listPacks, member, uploadStickers } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -86,12 +87,12 @@ describe("sticker packs", () => {
     const company = await createCompany(server)
     const pack = await createPack(server, company.token)
     const sticker = await oneSticker(company.token, pack.id)
-    assert.strictEqual((await fetchPublic(server, sticker.url)).status, 200)
+    assert.strictEqual((await getLink(server, sticker.url)).status, 200)
 
     const res = await request(server, "DELETE", `/v1/sticker-packs/${pack.id}`, { token: company.token })
     assert.deepStrictEqual([res.status, res.body], [200, { data: { message: "Sticker pack deleted." } }])
     assert.deepStrictEqual(await listPacks(server, company.token), [])
-    const file = await fetchPublic(server, sticker.url)
+    const file = await getLink(server, sticker.url)
     assert.strictEqual(file.status, 404)
     const [row] = await query<{ deleted: boolean }>(server, "SELECT deleted_at IS NOT NULL AS deleted FROM stickers WHERE id = $1", [sticker.id])
     assert.strictEqual(row.deleted, true)
@@ -126,7 +127,7 @@ describe("stickers", () => {
     assert.strictEqual((await packOf(company.token, from.id)).stickers_count, 0)
     assert.deepStrictEqual((await packOf(company.token, to.id)).stickers.map((s: any) => s.id).at(-1), first.id)
     // The link does not change with the pack.
-    assert.strictEqual((await fetchPublic(server, moved.body.data.sticker.url)).status, 200)
+    assert.strictEqual((await getLink(server, moved.body.data.sticker.url)).status, 200)
 
     const badTag = await request(server, "PATCH", `/v1/stickers/${first.id}`, { token: company.token, body: { emoji_tags: ["nope"] } })
     assert.strictEqual(badTag.status, 422)
@@ -140,7 +141,7 @@ describe("stickers", () => {
     const res = await request(server, "DELETE", `/v1/stickers/${sticker.id}`, { token: company.token })
     assert.deepStrictEqual([res.status, res.body], [200, { data: { message: "Sticker deleted." } }])
     assert.strictEqual((await packOf(company.token, pack.id)).stickers_count, 0)
-    const file = await fetchPublic(server, sticker.url)
+    const file = await getLink(server, sticker.url)
     assert.deepStrictEqual([file.status, JSON.parse(new TextDecoder().decode(file.bytes)).message], [404, "Sticker not found."])
     const [row] = await query<{ deleted: boolean; storage_path: string }>(
       server,
@@ -162,7 +163,7 @@ describe("stickers", () => {
     assert.strictEqual(url.searchParams.get("expires"), null)
     const local = `${server.url}${url.pathname}${url.search}`
 
-    const ok = await fetchPublic(server, local)
+    const ok = await getLink(server, local)
     assert.strictEqual(ok.status, 200)
     assert.strictEqual(ok.headers.get("content-type"), "image/webp")
     const meta = await sharp(ok.bytes).metadata()
@@ -170,18 +171,18 @@ describe("stickers", () => {
 
     const tampered = new URL(local)
     tampered.searchParams.set("signature", `${url.searchParams.get("signature")!.slice(0, -2)}xx`)
-    assert.strictEqual((await fetchPublic(server, tampered.toString())).status, 403)
+    assert.strictEqual((await getLink(server, tampered.toString())).status, 403)
     const unsigned = new URL(local)
     unsigned.searchParams.delete("signature")
-    assert.strictEqual((await fetchPublic(server, unsigned.toString())).status, 403)
+    assert.strictEqual((await getLink(server, unsigned.toString())).status, 403)
     // The signature covers the company: a link re-pointed at another tenant is refused.
     const other = await createCompany(server)
     const moved = new URL(local)
     moved.searchParams.set("c", String(other.id))
-    assert.strictEqual((await fetchPublic(server, moved.toString())).status, 403)
+    assert.strictEqual((await getLink(server, moved.toString())).status, 403)
     // Another sticker id under the same signature is refused too.
     const swapped = `${server.url}/v1/stickers/${sticker.id + 1}/file${url.search}`
-    assert.strictEqual((await fetchPublic(server, swapped)).status, 403)
+    assert.strictEqual((await getLink(server, swapped)).status, 403)
   })
 })
 

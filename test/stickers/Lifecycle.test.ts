@@ -4,11 +4,12 @@ import { mkdtemp, rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
-import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { type AppConfigShape } from "../../src/platform/Config.ts"
-import { createCompany, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, fetchPublic, images, listPacks, uploadStickers } from "./support.ts"
+import { TelegramFake } from "../fakes/TelegramFake.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, getLink, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createPack, listPacks, uploadStickers } from "./support.ts"
 import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } from "./telegram.ts"
 
 /**
@@ -16,13 +17,11 @@ import { eventually, finishedEvents, importSet, stickerSet, telegramChannel } fr
  * in between: each test here runs its servers one after another on a private embedded
  * database (in both test modes), with files in a private storage directory.
  */
-let tg: TelegramFake
+const tg = new TelegramFake()
 const dirs: Array<string> = []
-beforeAll(async () => {
-  tg = await new TelegramFake().start()
-})
+beforeAll(() => tg.http.start())
 afterAll(async () => {
-  await tg?.close()
+  await tg.http.close()
   for (const dir of dirs) await rm(dir, { recursive: true, force: true })
 })
 
@@ -31,7 +30,7 @@ const privateServer = async (dir: string, overrides: Partial<AppConfigShape> = {
     databaseUrl: Option.none(),
     dataDir: dir,
     storageDir: join(dir, "files"),
-    telegramApiBase: tg.url,
+    telegramApiBase: tg.http.url,
     cluster: "single",
     ...overrides
   })
@@ -59,9 +58,9 @@ describe("sticker imports survive restarts", () => {
     const bot = await telegramChannel(server, tg, company.token)
     const set = await stickerSet(tg, ["static", "static", "static", "static"], { emoji: (i) => ["🐶", "🐱", "🐭", "🐹"][i] })
     // The first download is served, the second never answers: the shutdown comes mid-way.
-    tg.inject("file", { status: 200, bytes: new Uint8Array(await images.webp(512, 512)), contentType: "image/webp" })
-    tg.inject("file", "hang")
-    const downloads = () => tg.calls("file").filter((c) => c.path.startsWith(`/file/bot${bot.botToken}/`)).length
+    tg.http.inject("file", { status: 200, bytes: new Uint8Array(await images.webp(512, 512)), contentType: "image/webp" })
+    tg.http.inject("file", "hang")
+    const downloads = () => tg.http.calls("file").filter((c) => c.path.startsWith(`/file/bot${bot.botToken}/`)).length
     assert.strictEqual((await importSet(server, company.token, set.name)).status, 202)
     await eventually(async () => (downloads() === 2 ? true : undefined))
     const [midway] = await jobs(server, company.id)
@@ -145,18 +144,18 @@ describe("signed sticker links", () => {
 
     server = await privateServer(dir, { signingKey: Option.some(Redacted.make("first-signing-key-0123456789")) })
     try {
-      assert.strictEqual((await fetchPublic(server, oldUrl)).status, 200)
+      assert.strictEqual((await getLink(server, oldUrl)).status, 200)
     } finally {
       await server.close()
     }
 
     server = await privateServer(dir, { signingKey: Option.some(Redacted.make("second-signing-key-9876543210")) })
     try {
-      assert.strictEqual((await fetchPublic(server, oldUrl)).status, 403)
+      assert.strictEqual((await getLink(server, oldUrl)).status, 403)
       const [listed] = await listPacks(server, company.token)
       const newUrl = listed.stickers[0].url as string
       assert.notStrictEqual(newUrl, oldUrl)
-      assert.strictEqual((await fetchPublic(server, newUrl)).status, 200)
+      assert.strictEqual((await getLink(server, newUrl)).status, 200)
     } finally {
       await server.close()
     }

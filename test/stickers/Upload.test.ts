@@ -2,9 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { randomBytes } from "node:crypto"
 import sharp from "sharp"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
-import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createPack, fetchPublic, images, listPacks, uploadStickers } from "./support.ts"
+import * as images from "../support/Images.ts"
+import { query } from "../support/Sql.ts"
+import { createCompany, getLink, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { createPack, listPacks, uploadStickers } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -25,8 +26,8 @@ describe("POST /v1/sticker-packs/{pack}/stickers", () => {
       { name: "flood.png", bytes: await images.pixelFlood(), type: "image/png" },
       { name: "tall.jpg", bytes: await images.jpeg(300, 900), type: "image/jpeg" },
       { name: "broken.png", bytes: await images.truncated(), type: "image/png" },
-      { name: "notes.png", bytes: await images.text(), type: "image/png" },
-      { name: "vector.svg", bytes: await images.svg(), type: "image/svg+xml" },
+      { name: "notes.png", bytes: images.text, type: "image/png" },
+      { name: "vector.svg", bytes: images.svg, type: "image/svg+xml" },
       { name: "big.png", bytes: oversized, type: "image/png" },
       // A WebP sent as octet-stream with a misleading name: the bytes decide.
       { name: "photo.jpeg", bytes: await images.webp(512, 384) }
@@ -47,7 +48,7 @@ describe("POST /v1/sticker-packs/{pack}/stickers", () => {
         [sticker.pack_id, sticker.width, sticker.height, sticker.is_animated, sticker.emoji_tags],
         [pack.id, 512, 512, false, []]
       )
-      const file = await fetchPublic(server, sticker.url)
+      const file = await getLink(server, sticker.url)
       assert.strictEqual(file.status, 200)
       assert.strictEqual(file.bytes.length, sticker.size)
       assert.ok(sticker.size <= 100 * 1024, `size ${sticker.size}`)
@@ -55,7 +56,7 @@ describe("POST /v1/sticker-packs/{pack}/stickers", () => {
       assert.deepStrictEqual([meta.format, meta.width, meta.height, meta.pages ?? 1, meta.hasAlpha], ["webp", 512, 512, 1, true])
     }
     // `contain` on a transparent canvas: a 300x900 picture leaves the left and right edges clear.
-    const tall = await sharp((await fetchPublic(server, created[1].url)).bytes).ensureAlpha().raw().toBuffer({ resolveWithObject: true })
+    const tall = await sharp((await getLink(server, created[1].url)).bytes).ensureAlpha().raw().toBuffer({ resolveWithObject: true })
     const alphaAt = (x: number, y: number) => tall.data[(y * 512 + x) * 4 + 3]
     assert.deepStrictEqual([alphaAt(2, 256), alphaAt(509, 256), alphaAt(256, 256)], [0, 0, 255])
     assert.strictEqual(await stickerRows(company.id), 3)
@@ -72,14 +73,14 @@ describe("POST /v1/sticker-packs/{pack}/stickers", () => {
     assert.strictEqual(res.body.data.created.length, 1)
     const sticker = res.body.data.created[0]
     assert.ok(sticker.size <= 100 * 1024 && sticker.size > 20 * 1024, `size ${sticker.size}`)
-    const file = await fetchPublic(server, sticker.url)
+    const file = await getLink(server, sticker.url)
     assert.strictEqual(file.bytes.length, sticker.size)
   })
 
   it("answers 200 with everything skipped when no file is usable", async () => {
     const company = await createCompany(server)
     const pack = await createPack(server, company.token)
-    const res = await uploadStickers(server, company.token, pack.id, [{ name: "a.txt", bytes: await images.text() }])
+    const res = await uploadStickers(server, company.token, pack.id, [{ name: "a.txt", bytes: images.text }])
     assert.deepStrictEqual([res.status, res.body.data], [200, { created: [], skipped: [{ filename: "a.txt", reason: "unsupported_format" }] }])
   })
 

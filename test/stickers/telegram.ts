@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto"
 import type { FakeSticker, TelegramFake } from "../fakes/TelegramFake.ts"
-import { unique } from "../messages/support.ts"
+import { unique } from "../support/Ids.ts"
+import * as images from "../support/Images.ts"
 import { request, type RunningServer } from "../support/TestServer.ts"
-import { images } from "./support.ts"
 
 export const newBotToken = () => `${100000 + Math.floor(Math.random() * 899999)}:${randomBytes(24).toString("base64url")}`
 

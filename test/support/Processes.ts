@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 
-const root = fileURLToPath(new URL("../..", import.meta.url))
+/** The repository: child processes run in it. */
+export const root = fileURLToPath(new URL("../..", import.meta.url))
 
 /** A port that was free a moment ago (the OS picks it, then it is released for the child to bind). */
 export const freePort = (): Promise<number> =>
@@ -35,11 +36,29 @@ process.once("exit", () => {
   for (const child of running) child.kill("SIGKILL")
 })
 
+const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
+
 const exited = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    if (hasExited(child)) return resolve()
     child.once("exit", () => resolve())
   })
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** SIGTERM, then SIGKILL if the process has not exited after `graceMs`. */
+export const stopChild = async (child: ChildProcess, graceMs: number) => {
+  if (hasExited(child)) return
+  const gone = exited(child)
+  child.kill("SIGTERM")
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs)
+  await gone
+  clearTimeout(timer)
+}
+
+/** Whether `url` answers 2xx within `timeoutMs` (a refused connection or a timeout is a no). */
+export const answers = (url: string, timeoutMs: number) =>
+  fetch(url, { signal: AbortSignal.timeout(timeoutMs) }).then((r) => r.ok, () => false)
 
 /**
  * Starts `src/main.ts` as a real server process (tsx loader, no npx in between, so the pid is the server)
@@ -81,11 +100,8 @@ export const spawnServer = async (
   })
 
   const stop = async (graceMs = 10_000) => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    child.kill("SIGTERM")
-    const timer = setTimeout(() => child.kill("SIGKILL"), graceMs)
+    await stopChild(child, graceMs)
     await done
-    clearTimeout(timer)
   }
 
   const url = `http://127.0.0.1:${port}`
@@ -96,13 +112,12 @@ export const spawnServer = async (
   })
   while (true) {
     if (gone) throw new Error(`${name} exited before it was ready (code ${child.exitCode}):\n${output}`)
-    const ready = await fetch(`${url}/ready`, { signal: AbortSignal.timeout(3_000) }).then((r) => r.status === 200, () => false)
-    if (ready) break
+    if (await answers(`${url}/ready`, 3_000)) break
     if (Date.now() > deadline) {
       await stop(2_000)
       throw new Error(`${name} was not ready after ${options.readyTimeoutMs ?? 40_000} ms:\n${output}`)
     }
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await sleep(200)
   }
   return { name, url, port, realtimePort, runnerPort, pid: child.pid, output: () => output, stop }
 }

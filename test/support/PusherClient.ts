@@ -2,7 +2,7 @@ import { Effect, Queue, type Scope } from "effect"
 import PusherModule from "pusher-js"
 
 // pusher-js types declare an ES default export, but its Node build is `module.exports = Pusher`.
-const Pusher = PusherModule as unknown as typeof PusherModule.default
+export const Pusher = PusherModule as unknown as typeof PusherModule.default
 export type PusherClient = InstanceType<typeof Pusher>
 
 export const WAIT = "5 seconds"

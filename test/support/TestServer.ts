@@ -3,6 +3,7 @@ import { HttpServer } from "effect/http"
 import { makeApp } from "../../src/App.ts"
 import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
 import { RealtimeGateway } from "../../src/realtime/Gateway.ts"
+import { unique } from "./Ids.ts"
 
 export type AppServices = Layer.Success<ReturnType<typeof makeApp>>
 
@@ -72,29 +73,69 @@ export const request = async (
     body = JSON.stringify(options.body)
     headers["content-type"] = "application/json"
   }
-  const response = await fetch(server.url + path, { method, headers, body })
-  const text = await response.text()
-  let parsed: unknown = text
-  try {
-    parsed = text === "" ? null : JSON.parse(text)
-  } catch {
-    parsed = text
-  }
-  return { status: response.status, headers: response.headers, body: parsed }
+  return readJson(await fetch(server.url + path, { method, headers, body }))
 }
 
-let counter = 0
+/** A response as `Json`: its body parsed when it is JSON, else its text (`null` when empty). */
+export const readJson = async (response: Response): Promise<Json> => {
+  const text = await response.text()
+  let body: unknown = text
+  try {
+    body = text === "" ? null : JSON.parse(text)
+  } catch {
+    body = text
+  }
+  return { status: response.status, headers: response.headers, body }
+}
+
+export interface UploadFile {
+  readonly bytes: Uint8Array
+  readonly name: string
+  /** Default `application/octet-stream`. */
+  readonly type?: string
+  /** The form field; default `file`. */
+  readonly field?: string
+}
+
+/** A multipart POST of one or more files, as a browser sends it. */
+export const upload = async (
+  server: TestServer,
+  token: string,
+  path: string,
+  files: UploadFile | ReadonlyArray<UploadFile>
+): Promise<Json> => {
+  const form = new FormData()
+  for (const file of Array.isArray(files) ? files : [files]) {
+    form.append(file.field ?? "file", new Blob([file.bytes], { type: file.type ?? "application/octet-stream" }), file.name)
+  }
+  return readJson(await fetch(server.url + path, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, accept: "application/json" },
+    body: form
+  }))
+}
+
+/**
+ * GET (or HEAD) of a link the API handed out, against the test server (links carry APP_URL's origin),
+ * with no Authorization header unless `headers` brings one.
+ */
+export const getLink = async (server: TestServer, link: string, headers: Record<string, string> = {}, method: "GET" | "HEAD" = "GET") => {
+  const url = new URL(link)
+  const response = await fetch(server.url + url.pathname + url.search, { headers, method })
+  return { status: response.status, headers: response.headers, bytes: new Uint8Array(await response.arrayBuffer()) }
+}
+
 /** A fresh company (with its admin and a service token) made through the platform API. */
 export const createCompany = async (
   server: TestServer,
   input: { readonly plan?: "free" | "business" | "pro"; readonly name?: string } = {}
 ) => {
-  const unique = `${Date.now().toString(36)}${(counter++).toString(36)}${Math.random().toString(36).slice(2, 6)}`
-  const email = `admin-${unique}@example.test`
+  const suffix = unique()
+  const email = `admin-${suffix}@example.test`
   const res = await request(server, "POST", "/platform/v1/companies", {
     token: server.platformKey,
     body: {
-      name: input.name ?? `Company ${unique}`,
+      name: input.name ?? `Company ${suffix}`,
       plan: input.plan ?? "business",
       admin: { email, password: "password-123", name: "Admin" }
     }

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
-import { createContact, eventsOf, getContact } from "../contacts/support.ts"
+import { createContact, getContact } from "../contacts/support.ts"
+import { eventsOf } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer

@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
+import { ChannelAccess } from "../../src/auth/ChannelAccess.ts"
 import type { Actor, CompanyId, UserId } from "../../src/auth/Domain.ts"
 import { rolePermissions } from "../../src/auth/Permissions.ts"
-import { ChannelAccess } from "../../src/auth/ChannelAccess.ts"
-import { accountOf, addUser, mobileLogin, query } from "../auth/support.ts"
+import { accountOf, addUser, mobileLogin } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
 import { releaseOperator } from "../../src/telephony/Telephony.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import {
   base,

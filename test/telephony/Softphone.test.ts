@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { query } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { base, enable, outage, person, profile, pbxCalls, sessionLogin, telephonyCompany } from "./support.ts"
 

@@ -1,6 +1,7 @@
 import { assert } from "@effect/vitest"
-import { addUser, cookieHeader, mobileLogin, query, setCookies } from "../auth/support.ts"
 import { PbxSandbox } from "../../src/telephony/Pbx.ts"
+import { addUser, cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, type Json, request, type RunningServer } from "../support/TestServer.ts"
 
 export const base = "/v1/companies/current/members"
