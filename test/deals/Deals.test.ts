@@ -2,9 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
 import { createContact } from "../contacts/support.ts"
-import { conversationOn, sqlQuery } from "../messages/support.ts"
+import { conversationOn } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { activitiesOf, createDeal, createFunnel, dealSetup, eventsOf, ok } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -90,7 +91,7 @@ describe("deals", () => {
     const a = await createDeal(server, company.token, { contact_id: contact.id, amount: "0.10" })
     const b = await createDeal(server, company.token, { contact_id: contact.id, amount: "0.2" })
     assert.deepStrictEqual([a.amount, b.amount], ["0.10", "0.20"])
-    const [{ total }] = await sqlQuery(server, "SELECT sum(amount)::text AS total FROM deals WHERE company_id = $1", [company.id])
+    const [{ total }] = await query(server, "SELECT sum(amount)::text AS total FROM deals WHERE company_id = $1", [company.id])
     assert.strictEqual(total, "0.30")
     const big = await createDeal(server, company.token, { contact_id: contact.id, amount: "123456789012345678.91" })
     assert.strictEqual(big.amount, "123456789012345678.91")
@@ -246,8 +247,8 @@ describe("deals", () => {
     assert.deepStrictEqual([page.items.map((a: any) => a.type), page.pagination.total], [["note", page.items[1].type], 7])
 
     // The table itself refuses: no statement edits or removes an entry.
-    const update = await sqlQuery(server, "UPDATE deal_activities SET body = 'x' WHERE deal_id = $1", [deal.id]).then(() => "written", () => "refused")
-    const remove = await sqlQuery(server, "DELETE FROM deal_activities WHERE deal_id = $1", [deal.id]).then(() => "written", () => "refused")
+    const update = await query(server, "UPDATE deal_activities SET body = 'x' WHERE deal_id = $1", [deal.id]).then(() => "written", () => "refused")
+    const remove = await query(server, "DELETE FROM deal_activities WHERE deal_id = $1", [deal.id]).then(() => "written", () => "refused")
     assert.deepStrictEqual([update, remove], ["refused", "refused"])
     assert.strictEqual((await activitiesOf(server, company.token, deal.id))[0].body, "Called, no answer")
     assert.strictEqual((await activitiesOf(server, company.token, deal.id)).length, 7)
@@ -257,7 +258,7 @@ describe("deals", () => {
     const company = await createCompany(server)
     await dealSetup(server, company.token)
     const { conversationId } = await conversationOn(server, company.token)
-    const [{ contact_id }] = await sqlQuery(server, "SELECT contact_id FROM conversations WHERE id = $1", [conversationId])
+    const [{ contact_id }] = await query(server, "SELECT contact_id FROM conversations WHERE id = $1", [conversationId])
     const deal = await createDeal(server, company.token, { contact_id, conversation_id: conversationId })
     assert.strictEqual(deal.conversation_id, conversationId)
     const twice = await request(server, "POST", "/v1/deals", { token: company.token, body: { contact_id, title: "again", conversation_id: conversationId } })
@@ -272,7 +273,7 @@ describe("deals", () => {
     assert.strictEqual((await request(server, "GET", `/v1/deals/${deal.id}`, { token: company.token })).status, 404)
     assert.strictEqual((await request(server, "DELETE", `/v1/deals/${deal.id}`, { token: company.token })).status, 404)
     assert.strictEqual((await ok(server, "GET", "/v1/deals", company.token)).pagination.total, 0)
-    const [row] = await sqlQuery(server, "SELECT conversation_id, deleted_at FROM deals WHERE id = $1", [deal.id])
+    const [row] = await query(server, "SELECT conversation_id, deleted_at FROM deals WHERE id = $1", [deal.id])
     assert.strictEqual(row.conversation_id, conversationId)
     assert.notStrictEqual(row.deleted_at, null)
 

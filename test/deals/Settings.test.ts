@@ -5,9 +5,10 @@ import { addUser, mobileLogin } from "../auth/support.ts"
 import { CompanyId } from "../../src/auth/Domain.ts"
 import { remindersLayer } from "../../src/deals/Reminders.ts"
 import { autoCreateForConversation } from "../../src/deals/Settings.ts"
-import { conversationOn, createChannel, inbound, sqlQuery } from "../messages/support.ts"
+import { conversationOn, createChannel, inbound } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { activitiesOf, createDeal, createFunnel, dealSetup, eventsOf, ok } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -27,7 +28,7 @@ describe("deal settings and auto-creation", () => {
     const channelId = await createChannel(server, company.token, "msgr_b")
     const first = await inbound(server, company.token, channelId, { from: { external_id: "auto-1", name: "Ann Lee" } })
     await inbound(server, company.token, channelId, { from: { external_id: "auto-1", name: "Ann Lee" }, text: "again" })
-    const deals = await sqlQuery<{ id: number; conversation_id: number; source: string }>(
+    const deals = await query<{ id: number; conversation_id: number; source: string }>(
       server,
       "SELECT id, conversation_id, source FROM deals WHERE company_id = $1",
       [company.id]
@@ -100,11 +101,11 @@ describe("deal settings and auto-creation", () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => autoCreate(company.id, conversationId, channelId)))
     const created = results.filter(Option.isSome)
     assert.strictEqual(created.length, 1)
-    const deals = await sqlQuery(server, "SELECT id FROM deals WHERE company_id = $1 AND conversation_id = $2", [company.id, conversationId])
+    const deals = await query(server, "SELECT id FROM deals WHERE company_id = $1 AND conversation_id = $2", [company.id, conversationId])
     assert.deepStrictEqual(deals.map((d) => d.id), [created[0].value])
 
     const deal = await ok(server, "GET", `/v1/deals/${created[0].value}`, company.token)
-    const [channel] = await sqlQuery(server, "SELECT name FROM channels WHERE id = $1", [channelId])
+    const [channel] = await query(server, "SELECT name FROM channels WHERE id = $1", [channelId])
     assert.deepStrictEqual(
       [deal.title, deal.funnel_id, deal.funnel_stage_id, deal.status, deal.source, deal.conversation_id, deal.currency],
       [`Ann Lee via ${channel.name}`, target.id, target.stages[1].id, "open", "auto", conversationId, "KZT"]
@@ -123,7 +124,7 @@ describe("deal settings and auto-creation", () => {
     await ok(server, "POST", "/v1/company/deal-settings", company.token, { default_funnel_id: null })
     const second = await inbound(server, company.token, await createChannel(server, company.token, "msgr_b"), { from: { external_id: "someone-else", name: "Bo" } })
     // The inbound path itself made it (inside the inbound transaction).
-    const [made] = await sqlQuery(server, "SELECT id FROM deals WHERE company_id = $1 AND conversation_id = $2", [company.id, second.conversation_id])
+    const [made] = await query(server, "SELECT id FROM deals WHERE company_id = $1 AND conversation_id = $2", [company.id, second.conversation_id])
     const other = await ok(server, "GET", `/v1/deals/${made.id}`, company.token)
     const [first] = await ok(server, "GET", "/v1/funnels", company.token)
     assert.deepStrictEqual([other.funnel_id, other.funnel_stage_id], [first.id, first.stages[0].id])

@@ -2,10 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import { addUser, mobileLogin } from "../auth/support.ts"
-import { sqlQuery } from "../messages/support.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { activitiesOf, createDeal, dealSetup, eventsOf, ok } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -180,7 +180,7 @@ describe("deal tasks", () => {
     assert.deepStrictEqual(foreign.body.errors, { deal_id: ["The selected deal_id is invalid."] })
     assert.deepStrictEqual((await ok(server, "GET", `/v1/deal-tasks?deal_id=${deal.id}`, other.token)).items, [])
     assert.strictEqual((await request(server, "GET", `/v1/deals/${deal.id}/tasks`, { token: other.token })).status, 404)
-    const [row] = await sqlQuery(server, "SELECT title FROM deal_tasks WHERE id = $1", [task.id])
+    const [row] = await query(server, "SELECT title FROM deal_tasks WHERE id = $1", [task.id])
     assert.strictEqual(row.title, "private")
   })
 })

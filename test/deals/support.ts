@@ -1,7 +1,7 @@
 import { assert } from "@effect/vitest"
 import { createContact } from "../contacts/support.ts"
-import { sqlQuery } from "../messages/support.ts"
 import { request, type RunningServer } from "../support/TestServer.ts"
+import { query } from "../support/Sql.ts"
 
 export const ok = async (server: RunningServer, method: string, path: string, token: string, body?: unknown, status = 200) => {
   const res = await request(server, method, path, { token, body })
@@ -27,4 +27,4 @@ export const activitiesOf = async (server: RunningServer, token: string, dealId:
   (await ok(server, "GET", `/v1/deals/${dealId}/activities?perPage=100`, token)).items as Array<any>
 
 export const eventsOf = (server: RunningServer, companyId: number, key: string) =>
-  sqlQuery<{ payload: any }>(server, "SELECT payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY id", [companyId, key])
+  query<{ payload: any }>(server, "SELECT payload FROM events WHERE company_id = $1 AND key = $2 ORDER BY id", [companyId, key])

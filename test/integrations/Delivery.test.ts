@@ -3,10 +3,11 @@ import { Effect, Option, Redacted } from "effect"
 import { Webhook } from "standardwebhooks"
 import { afterAll, beforeAll } from "vitest"
 import { DeliveryRepo } from "../../src/integrations/DeliveryRepo.ts"
-import { emitEvent, query } from "../auth/support.ts"
+import { emitEvent } from "../auth/support.ts"
 import { createChannel } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { createWebhook, freshDatabase, type Receiver, signingSecret, sleep, startReceiver, waitFor, webhookBody } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 /** A server on a database of its own (see freshDatabase), with its options for delivery tests. */
 const isolatedServer = async (overrides: Parameters<typeof startServer>[0]) => {

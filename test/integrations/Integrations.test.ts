@@ -1,9 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { addUser, mobileLogin, query } from "../auth/support.ts"
+import { addUser, mobileLogin } from "../auth/support.ts"
 import { createChannel } from "../messages/support.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { createWebhook, signingSecret, webhookBody } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {

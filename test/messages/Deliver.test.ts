@@ -6,7 +6,8 @@ import { Media } from "../../src/media/Media.ts"
 import { Outbound } from "../../src/messages/Outbound.ts"
 import { ThreadsRepo } from "../../src/messages/ThreadsRepo.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { conversationOn, createChannel, messageCount, sqlQuery } from "./support.ts"
+import { conversationOn, createChannel, messageCount } from "./support.ts"
+import { query } from "../support/Sql.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -52,7 +53,7 @@ describe("Outbound.deliver (non-HTTP callers)", () => {
     assert.strictEqual(sent.thread_id, c.threadId)
     assert.strictEqual(sent.message_content, "From an automation")
 
-    await sqlQuery(server, "UPDATE contacts SET blocked_at = now() WHERE id = (SELECT contact_id FROM conversations WHERE id = $1)", [
+    await query(server, "UPDATE contacts SET blocked_at = now() WHERE id = (SELECT contact_id FROM conversations WHERE id = $1)", [
       c.conversationId
     ])
     const before = await messageCount(server, a.id)
@@ -76,7 +77,7 @@ describe("Outbound.deliver (non-HTTP callers)", () => {
     const a = await createCompany(server)
     const b = await createCompany(server)
     const c = await conversationOn(server, a.token)
-    const [{ contact_account_id }] = await sqlQuery<{ contact_account_id: number }>(
+    const [{ contact_account_id }] = await query<{ contact_account_id: number }>(
       server,
       "SELECT contact_account_id FROM threads WHERE id = $1",
       [c.threadId]
