@@ -12,6 +12,7 @@ import _0013_message_quotes from "./0013_message_quotes.ts"
 import _0014_call_permissions from "./0014_call_permissions.ts"
 import _0015_user_photos from "./0015_user_photos.ts"
 import _0016_event_sequencer from "./0016_event_sequencer.ts"
+import _0030_segments from "./0030_segments.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -28,5 +29,6 @@ export const migrations = {
   "0013_message_quotes": _0013_message_quotes,
   "0014_call_permissions": _0014_call_permissions,
   "0015_user_photos": _0015_user_photos,
-  "0016_event_sequencer": _0016_event_sequencer
+  "0016_event_sequencer": _0016_event_sequencer,
+  "0030_segments": _0030_segments
 }

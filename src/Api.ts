@@ -7,6 +7,7 @@ import { SignedMediaApi, UploadsApi } from "./media/Api.ts"
 import { SearchApi } from "./search/Api.ts"
 import { ContactPhotosApi, ContactsApi } from "./contacts/Api.ts"
 import { TagsApi } from "./tags/Api.ts"
+import { SegmentsApi } from "./segments/Api.ts"
 import { StickerFilesApi, StickersApi } from "./stickers/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
@@ -40,6 +41,7 @@ export class Api extends HttpApi.make("crm")
   .add(ContactsApi)
   .add(ContactPhotosApi)
   .add(TagsApi)
+  .add(SegmentsApi)
   .add(MessagesApi)
   .add(UploadsApi)
   .add(SignedMediaApi)

@@ -28,6 +28,7 @@ import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { ContactPhotos } from "./contacts/Photos.ts"
 import { TagsHttp } from "./tags/Http.ts"
+import { SegmentsHttp } from "./segments/Http.ts"
 import { Search } from "./search/Search.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
 import { StickerImports } from "./stickers/Imports.ts"
@@ -65,7 +66,7 @@ const HealthRoutes = Layer.mergeAll(
   )
 )
 
-const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
+const Handlers = Layer.mergeAll(MeHttp, NotificationsHttp, AuthHttp, EventsHttp, PlatformHttp, RealtimeAuthHttp, ApiTokensHttp, TeamsHttp, MembersHttp, InvitationsHttp, TelephonyHttp, SoftphoneHttp, ChannelsHttp, HooksHttp, ConversationsHttp, ContactsHttp, ContactPhotosHttp, TagsHttp, SegmentsHttp, MessagesHttp, UploadsHttp, SignedMediaHttp, SearchHttp, StickersHttp, StickerFilesHttp, UserPhotosHttp).pipe(
   Layer.provide([Me.layer, PlatformAdmin.layer, PlatformKey.layer, AuthenticationLayer, ApiTokens.layer, Teams.layer, Members.layer, Invitations.layer, Telephony.layer, Hooks.layer, Conversations.layer, Messages.layer, Search.layer]),
   Layer.provide(Inbound.layer),
   Layer.provide([Contacts.layer, ContactBlocking.layer, ContactEligibility.layer, ContactPhotos.layer, UserPhotos.layer]),
