@@ -438,15 +438,19 @@ export const memberCount = Effect.fnUntraced(function*(companyId: CompanyId, def
   return countStatement(sql, companyId, definition, yield* nowDate)
 })
 
-/** The definition of a stored segment (its conditions were checked when saved). */
+/**
+ * The definition of a stored segment, for callers that select its audience (broadcasts, exports).
+ * Stored conditions were checked when saved; one that no longer parses is a defect.
+ */
 export const definitionOf = (segment: {
   readonly id: number
   readonly type: "dynamic" | "static"
   readonly group_logic: GroupLogic
   readonly conditions: ReadonlyArray<Condition>
-}): Definition => {
-  if (segment.type === "static") return { type: "static", segmentId: segment.id }
-  const parsed = parse(segment.conditions.map((c) => ({ ...c, value: c.value })))
-  if (parsed._tag === "Invalid") throw new Error(`segment ${segment.id} holds invalid conditions`)
-  return { type: "dynamic", groupLogic: segment.group_logic, rules: parsed.rules }
+}): Effect.Effect<Definition> => {
+  if (segment.type === "static") return Effect.succeed({ type: "static", segmentId: segment.id })
+  const parsed = parse(segment.conditions)
+  return parsed._tag === "Invalid"
+    ? Effect.die(new Error(`segment ${segment.id} holds conditions that no longer parse: ${JSON.stringify(parsed.errors)}`))
+    : Effect.succeed({ type: "dynamic", groupLogic: segment.group_logic, rules: parsed.rules })
 }

@@ -120,12 +120,15 @@ export class Segments extends Context.Service<Segments, {
           ? { type: "static", segmentId: row.id }
           : { type: "dynamic", groupLogic: row.group_logic, rules }
 
-      /** Counts the members again and stores the count (and, for static lists, the summary that names it). */
-      const refresh = Effect.fnUntraced(function*(companyId: CompanyId, row: SegmentRow, rules: ReadonlyArray<Rule>) {
-        const count = yield* repo.count(companyId, definitionOf(row, rules))
-        yield* repo.setEstimate(companyId, row.id, count, row.type === "static" ? staticSummary(count) : undefined)
-        const fresh = yield* repo.find(companyId, row.id)
-        return yield* present(companyId, Option.getOrThrow(fresh))
+      /**
+       * Counts the members of the segment as saved and stores the count (and, for static lists, the
+       * summary that names it).
+       */
+      const refresh = Effect.fnUntraced(function*(companyId: CompanyId, id: number, rules: ReadonlyArray<Rule>) {
+        const saved = Option.getOrThrow(yield* repo.find(companyId, id))
+        const count = yield* repo.count(companyId, definitionOf(saved, rules))
+        yield* repo.setEstimate(companyId, id, count, saved.type === "static" ? staticSummary(count) : undefined)
+        return yield* present(companyId, { ...saved, estimated_count: count, ...(saved.type === "static" ? { conditions_summary: staticSummary(count) } : {}) })
       })
 
       const list = Effect.fn("Segments.list")(function*(params: ListParams) {
@@ -172,9 +175,8 @@ export class Segments extends Context.Service<Segments, {
           for (let attempt = 0; attempt < 5 && Option.isNone(id); attempt++) {
             id = yield* repo.insert(company.id, { ...fields, slug: yield* freeSlug(company.id, fields.name, null) })
           }
-          const row = Option.getOrThrow(yield* repo.find(company.id, Option.getOrThrow(id)))
-          yield* repo.addMembers(company.id, row.id, members)
-          const segment = yield* refresh(company.id, row, rules)
+          yield* repo.addMembers(company.id, Option.getOrThrow(id), members)
+          const segment = yield* refresh(company.id, Option.getOrThrow(id), rules)
           yield* events.emit(company.id, "segment.created", withoutMembers(segment))
           return segment
         }).pipe(sql.withTransaction, Effect.orDie)
@@ -216,7 +218,7 @@ export class Segments extends Context.Service<Segments, {
             const slug = name === row.name ? row.slug : yield* freeSlug(company.id, name, row.id)
             done = yield* repo.update(company.id, row.id, { ...fields, slug })
           }
-          const segment = yield* refresh(company.id, row, rules)
+          const segment = yield* refresh(company.id, row.id, rules)
           yield* events.emit(company.id, "segment.updated", withoutMembers(segment))
           return Option.some(segment)
         }).pipe(sql.withTransaction, Effect.orDie)
@@ -258,7 +260,7 @@ export class Segments extends Context.Service<Segments, {
             if (Option.isNone(locked)) return Option.none<Segment>()
             yield* (add ? repo.addMembers : repo.removeMembers)(company.id, locked.value.id, contactIds)
             yield* repo.touch(company.id, locked.value.id)
-            const segment = yield* refresh(company.id, locked.value, [])
+            const segment = yield* refresh(company.id, locked.value.id, [])
             yield* events.emit(company.id, "segment.updated", withoutMembers(segment))
             return Option.some(segment)
           }).pipe(sql.withTransaction, Effect.orDie)

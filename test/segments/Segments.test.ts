@@ -115,6 +115,23 @@ describe("segments", () => {
     await createContact(server, token, { firstName: "Three" })
     const renamed = await request(server, "PATCH", `/v1/segments/${segment.id}`, { token, body: { group_logic: "or" } })
     assert.deepStrictEqual([renamed.body.data.conditions.length, renamed.body.data.estimated_count], [1, 2])
+    // Changing only the group logic recounts with the new logic.
+    const both = await request(server, "PATCH", `/v1/segments/${segment.id}`, {
+      token,
+      body: {
+        group_logic: "and",
+        conditions: [
+          { group: 1, type: "tag", operator: "has_any", value: [vip] },
+          { group: 2, type: "field", operator: "is", value: "two", field_name: "first_name" }
+        ]
+      }
+    })
+    assert.strictEqual(both.body.data.estimated_count, 0)
+    const either = await request(server, "POST", `/v1/segments/${segment.id}`, { token, body: { group_logic: "or" } })
+    assert.deepStrictEqual(
+      [either.body.data.estimated_count, either.body.data.conditions_summary],
+      [2, "Has any of the tags vip or first name is \"two\"."]
+    )
 
     assert.deepStrictEqual(await errorsOf(token, "PATCH", `/v1/segments/${segment.id}`, { type: "static" }), {
       type: ["The type of a segment cannot be changed."]
@@ -127,7 +144,7 @@ describe("segments", () => {
       { "conditions.0.operator": ["The selected conditions.0.operator is invalid."] }
     )
     const updates = await eventsOf(server, company.id, "segment.updated")
-    assert.strictEqual(updates.length, 3)
+    assert.strictEqual(updates.length, 5)
   })
 
   it("answers 422 on conditions.<i>.<key> for unknown types, operators, fields and values of the wrong shape, and saves nothing", async () => {
