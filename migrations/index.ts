@@ -13,6 +13,7 @@ import _0014_call_permissions from "./0014_call_permissions.ts"
 import _0015_user_photos from "./0015_user_photos.ts"
 import _0016_event_sequencer from "./0016_event_sequencer.ts"
 import _0030_segments from "./0030_segments.ts"
+import _0031_segment_statistics from "./0031_segment_statistics.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -30,5 +31,6 @@ export const migrations = {
   "0014_call_permissions": _0014_call_permissions,
   "0015_user_photos": _0015_user_photos,
   "0016_event_sequencer": _0016_event_sequencer,
-  "0030_segments": _0030_segments
+  "0030_segments": _0030_segments,
+  "0031_segment_statistics": _0031_segment_statistics
 }
