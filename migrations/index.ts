@@ -16,6 +16,8 @@ import _0040_deals from "./0040_deals.ts"
 import _0041_deals_board from "./0041_deals_board.ts"
 import _0050_integrations from "./0050_integrations.ts"
 import _0026_jobs from "./0026_jobs.ts"
+import _0030_segments from "./0030_segments.ts"
+import _0031_segment_statistics from "./0031_segment_statistics.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -36,5 +38,7 @@ export const migrations = {
   "0040_deals": _0040_deals,
   "0041_deals_board": _0041_deals_board,
   "0050_integrations": _0050_integrations,
-  "0026_jobs": _0026_jobs
+  "0026_jobs": _0026_jobs,
+  "0030_segments": _0030_segments,
+  "0031_segment_statistics": _0031_segment_statistics
 }

@@ -8,6 +8,7 @@ import { SearchApi } from "./search/Api.ts"
 import { ContactPhotosApi, ContactsApi } from "./contacts/Api.ts"
 import { TagsApi } from "./tags/Api.ts"
 import { DealsGroups } from "./deals/Api.ts"
+import { SegmentsApi } from "./segments/Api.ts"
 import { StickerFilesApi, StickersApi } from "./stickers/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
@@ -42,6 +43,7 @@ export class Api extends HttpApi.make("crm")
   .add(ContactsApi)
   .add(ContactPhotosApi)
   .add(TagsApi)
+  .add(SegmentsApi)
   .add(MessagesApi)
   .add(UploadsApi)
   .add(SignedMediaApi)

@@ -22,6 +22,7 @@ import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { TagsHttp } from "./tags/Http.ts"
 import { DealsHttp } from "./deals/Http.ts"
+import { SegmentsHttp } from "./segments/Http.ts"
 import { StickerFilesHttp, StickersHttp } from "./stickers/Http.ts"
 import { NotificationsHttp } from "./notifications/Http.ts"
 import { MembersHttp } from "./members/Http.ts"
@@ -77,7 +78,8 @@ const Handlers = Layer.mergeAll(
   StickerFilesHttp,
   UserPhotosHttp,
   DealsHttp,
-  IntegrationsHttp
+  IntegrationsHttp,
+  SegmentsHttp
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer]),
   Layer.provide(Inbound.layer),

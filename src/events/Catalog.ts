@@ -29,6 +29,9 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "contact",
     "A call-permission request went out, or the contact granted or refused calls on a channel."
   ),
+  entry("segment.created", "Segment created", "contacts", "segment", "A segment was created."),
+  entry("segment.updated", "Segment updated", "contacts", "segment", "A segment's definition or static members changed."),
+  entry("segment.deleted", "Segment deleted", "contacts", "segment", "A segment was deleted."),
   entry(
     "sticker.pack.import.finished",
     "Sticker set import finished",
