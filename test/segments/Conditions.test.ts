@@ -2,7 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import type { ConditionInput, GroupLogic } from "../../src/segments/Domain.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { converse, createChannel, createContact, createTag, estimate, membersOf, sqlQuery } from "./support.ts"
+import { query } from "../support/Sql.ts"
+import { converse, createChannel, createContact, createTag, estimate, membersOf } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -58,7 +59,7 @@ const seed = async () => {
   await converse(server, company.id, carla, 1, [{ channelId: ch1, inboundDaysAgo: null }, { channelId: ch2, inboundDaysAgo: null }])
   await converse(server, company.id, gone, 1, [{ channelId: ch1, inboundDaysAgo: 1 }])
   const set = (id: number, assignments: string, params: Array<unknown> = []) =>
-    sqlQuery(server, `UPDATE contacts SET ${assignments} WHERE id = $1`, [id, ...params])
+    query(server, `UPDATE contacts SET ${assignments} WHERE id = $1`, [id, ...params])
   await set(anna, "opted_out_at = now(), created_at = now() - interval '100 days', custom_fields = $2::jsonb", [JSON.stringify({ plan: "pro", city: "Almaty" })])
   await set(boris, "blocked_at = now(), created_at = now() - interval '10 days', custom_fields = $2::jsonb", [JSON.stringify({ plan: "free" })])
   await set(carla, "created_at = now() - interval '1 day', custom_fields = $2::jsonb", [JSON.stringify({ plan: 5 })])

@@ -72,4 +72,4 @@ export const converse = async (
   }
 }
 
-export { createContact, query }
+export { createContact }
