@@ -27,10 +27,9 @@ import * as os from "node:os"
 import { Tokens } from "../src/auth/Tokens.ts"
 import { AppConfig } from "../src/platform/Config.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
-import { SqlLayer } from "../src/platform/Sql.ts"
 import { CompanyId } from "../src/auth/Domain.ts"
 import { type SearchRequest, SearchRepo } from "../src/search/Repo.ts"
-import { benchDatabase, runOn } from "./support/Database.ts"
+import { benchDatabase, runLikeApp, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, summary } from "./support/Report.ts"
 
@@ -51,11 +50,6 @@ if (!process.env.DATABASE_URL) {
 }
 const serverUrl = process.env.DATABASE_URL
 
-/** The app's own client (pool, pipelining, int8 as numbers) on the bench database. */
-const runLikeApp = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
-  Effect.runPromise(
-    effect.pipe(Effect.provide(SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(url)) })))))
-  )
 
 // ---------------------------------------------------------------- data
 

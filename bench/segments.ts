@@ -20,16 +20,14 @@
  *   BENCH_SEGMENTS_DB=name        use (and keep) that database; generated once, reused on later runs
  *   BENCH_SEGMENTS_CONTACTS=1000000 BENCH_SEGMENTS_COMPANIES=100 BENCH_SEGMENTS_RUNS=40
  */
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as os from "node:os"
 import { CompanyId } from "../src/auth/Domain.ts"
-import { AppConfig } from "../src/platform/Config.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
-import { SqlLayer } from "../src/platform/Sql.ts"
 import { memberCount, parse } from "../src/segments/Compiler.ts"
 import type { ConditionInput, GroupLogic } from "../src/segments/Domain.ts"
-import { benchDatabase, runOn } from "./support/Database.ts"
+import { benchDatabase, runLikeApp, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, summary } from "./support/Report.ts"
 
@@ -46,10 +44,6 @@ if (!process.env.DATABASE_URL) {
 }
 const serverUrl = process.env.DATABASE_URL
 
-const runLikeApp = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
-  Effect.runPromise(
-    effect.pipe(Effect.provide(SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(url)) })))))
-  )
 
 // ---------------------------------------------------------------- data
 

@@ -1,6 +1,8 @@
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../src/platform/Config.ts"
+import { SqlLayer } from "../../src/platform/Sql.ts"
 
 export const pgLayer = (url: string, maxConnections: number) => PgClient.layer({ url: Redacted.make(url), maxConnections })
 
@@ -44,3 +46,9 @@ export const benchDatabase = async (serverUrl: string, prefix: string, keep?: st
     }
   }
 }
+
+/** The app's own client (pool, pipelining, int8 as numbers) on a bench database. */
+export const runLikeApp = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+  Effect.runPromise(
+    effect.pipe(Effect.provide(SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(url)) })))))
+  )

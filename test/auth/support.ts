@@ -1,4 +1,3 @@
-import { Effect } from "effect"
 import type { Account } from "../../src/auth/Domain.ts"
 import { Events } from "../../src/events/Events.ts"
 import { uniqueEmail } from "../support/Ids.ts"
