@@ -15,10 +15,7 @@ import { InvitationsHttp } from "./invitations/Http.ts"
 import { MeHttp } from "./me/Http.ts"
 import { MessagesHttp } from "./messages/Http.ts"
 import { SignedMediaHttp, UploadsHttp } from "./media/Http.ts"
-import { Media } from "./media/Media.ts"
-import { Inbound } from "./messages/Inbound.ts"
 import { SearchHttp } from "./search/Http.ts"
-import { ContactEligibility } from "./contacts/Eligibility.ts"
 import { ContactPhotosHttp, ContactsHttp } from "./contacts/Http.ts"
 import { TagsHttp } from "./tags/Http.ts"
 import { DealsHttp } from "./deals/Http.ts"
@@ -81,12 +78,7 @@ const Handlers = Layer.mergeAll(
   IntegrationsHttp,
   SegmentsHttp
 ).pipe(
-  Layer.provide([PlatformKey.layer, AuthenticationLayer]),
-  Layer.provide(Inbound.layer),
-  // Hooks reads call-permission answers and Messages resolves attachments; the contacts, media, stickers and
-  // users handlers provide their own services.
-  Layer.provide([ContactEligibility.layer, Media.layer]),
-  Layer.provide(AuthRepo.layer)
+  Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )
 
 export const Routes = Layer.mergeAll(

@@ -8,6 +8,11 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { Channels } from "./Channels.ts"
 import { Hooks, MalformedBody } from "./Hooks.ts"
 import { data } from "../platform/Envelope.ts"
+import { ContactEligibility } from "../contacts/Eligibility.ts"
+import { Inbound } from "../messages/Inbound.ts"
+
+/** Hooks with what they hand inbound traffic to: message ingestion and call-permission answers. */
+const HooksLayer = Hooks.layer.pipe(Layer.provide([Inbound.layer, ContactEligibility.layer]))
 
 const deleted = { data: { message: "Channel deleted." } }
 const statusRecorded = { data: { message: "Status recorded." } }
@@ -26,7 +31,7 @@ export const ChannelsHttp = HttpApiBuilder.group(Api, "channels", Effect.fn(func
     .handle("sandboxStatus", ({ params, payload }) => Effect.as(hooks.sandboxStatus(params.id, payload), statusRecorded))
     .handle("sandboxCallPermission", ({ params, payload }) =>
       data(hooks.sandboxCallPermission(params.id, payload)))
-})).pipe(Layer.provide(Hooks.layer))
+})).pipe(Layer.provide(HooksLayer))
 
 // Webhook bodies are read raw: the WhatsApp signature covers the exact bytes sent.
 const rawBody = (request: HttpServerRequest.HttpServerRequest) => Effect.map(request.arrayBuffer, (buffer) => new Uint8Array(buffer))
@@ -67,4 +72,4 @@ export const HooksHttp = HttpApiBuilder.group(Api, "hooks", Effect.fn(function*(
         accepted(Effect.flatMap(rawBody(request), (body) =>
           hooks.whatsapp(params.channel, request.headers["x-hub-signature-256"], body)))
       ))
-})).pipe(Layer.provide(Hooks.layer))
+})).pipe(Layer.provide(HooksLayer))

@@ -5,6 +5,7 @@ import { data } from "../platform/Envelope.ts"
 import { Messages } from "./Messages.ts"
 import { Outbound } from "./Outbound.ts"
 import { Reactions } from "./Reactions.ts"
+import { Media } from "../media/Media.ts"
 
 export const MessagesHttp = HttpApiBuilder.group(Api, "messages", Effect.fn(function*(handlers) {
   const messages = yield* Messages
@@ -32,4 +33,4 @@ export const MessagesHttp = HttpApiBuilder.group(Api, "messages", Effect.fn(func
     .handle("attachments", ({ params }) => data(messages.attachments(params.id)))
     .handle("attach", ({ params, payload }) => data(messages.attach(params.id, payload)))
     .handle("fetchAttachment", ({ params }) => data(messages.fetchAttachment(params.id, params.attachment)))
-})).pipe(Layer.provide([Messages.layer, Outbound.layer, Reactions.layer]))
+})).pipe(Layer.provide([Messages.layer, Outbound.layer, Reactions.layer]), Layer.provide(Media.layer))
