@@ -37,6 +37,20 @@ interface Paged<A> {
 }
 
 /** Deals, their state table and their timeline. */
+/** Fields a deal takes from the request as they are, on create and on update. */
+const copiedFields = [
+  "conversation_id",
+  "type_id",
+  "utm_source",
+  "utm_medium",
+  "utm_campaign",
+  "probability",
+  "comments",
+  "begin_date",
+  "expected_close_date",
+  "channel"
+] as const
+
 export class Deals extends Context.Service<Deals, {
   list(query: DealListQuery): Eff<Paged<Deal>, Unprocessable>
   forContact(contactId: number, query: PageQuery): Eff<Paged<Deal>, NotFound>
@@ -167,18 +181,7 @@ export class Deals extends Context.Service<Deals, {
           responsible_user_id: input.responsible_user_id ?? actor.userId,
           custom_fields: JSON.stringify(input.custom_fields ?? {}),
           stage_changed_at: at,
-          ...pick(input, [
-            "conversation_id",
-            "type_id",
-            "utm_source",
-            "utm_medium",
-            "utm_campaign",
-            "probability",
-            "comments",
-            "begin_date",
-            "expected_close_date",
-            "channel"
-          ]),
+          ...pick(input, copiedFields),
           ...closing
         })
         if (Option.isNone(id)) return yield* conversationTaken()
@@ -227,20 +230,7 @@ export class Deals extends Context.Service<Deals, {
           columns[key] = value
         }
         for (
-          const key of [
-            "contact_id",
-            "conversation_id",
-            "type_id",
-            "utm_source",
-            "utm_medium",
-            "utm_campaign",
-            "probability",
-            "comments",
-            "begin_date",
-            "expected_close_date",
-            "channel",
-            "responsible_user_id"
-          ] as const
+          const key of ["contact_id", ...copiedFields, "responsible_user_id"] as const
         ) {
           if (patch[key] !== undefined && patch[key] !== before[key]) set(key, patch[key])
         }
