@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, PubSub, Queue, type Scope } from "effect"
+import { Context, Effect, Layer, Option, PubSub, Queue, type Scope, Semaphore } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
@@ -45,22 +45,87 @@ export class Events extends Context.Service<Events, {
       const node = randomUUID()
       const crossNode = Option.isSome(config.databaseUrl)
 
+      // What this runner has published, per company: the last number. Events reach it from its own
+      // sequencer and from the other runners' NOTIFYs, in either order, and after a lost LISTEN from
+      // the log; each is published once and in order, a gap being read from the log first.
+      const published = new Map<number, number>()
+      const gate = yield* Semaphore.make(1)
+      const deliver = (events: ReadonlyArray<EventEnvelope>): Effect.Effect<void> =>
+        !crossNode ? PubSub.publishAll(bus, events).pipe(Effect.asVoid) : gate.withPermits(1)(
+          Effect.forEach(events, (event) =>
+            Effect.gen(function*() {
+              const companyId = Number(event.company_id)
+              const seq = Number(event.seq)
+              const last = published.get(companyId) ?? 0
+              if (seq <= last) return
+              if (seq > last + 1) yield* readBack(companyId, seq - 1)
+              published.set(companyId, seq)
+              yield* PubSub.publish(bus, event)
+            }), { discard: true })
+        )
+      /** Publishes the company's logged events after the last one published, up to `upTo`. */
+      const readBack = (companyId: number, upTo: number): Effect.Effect<void> =>
+        Effect.gen(function*() {
+          while (true) {
+            const last = published.get(companyId) ?? 0
+            if (last >= upTo) return
+            const page = yield* repo.after(CompanyId.make(companyId), last, Math.min(500, upTo - last))
+            if (page.length === 0) return
+            for (const event of page) {
+              if (Number(event.seq) > upTo) return
+              published.set(companyId, Number(event.seq))
+              yield* PubSub.publish(bus, event)
+            }
+          }
+        })
+
       if (crossNode) {
         const pg = yield* PgClient.PgClient
-        const notifications = yield* pg.listen(channel).pipe(Effect.orDie)
-        yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
-          const notification = yield* Queue.take(notifications).pipe(Effect.orDie)
-          const notice = JSON.parse(notification.payload) as Notice
-          if (notice.n === node) return
-          const events = notice.e !== undefined ? [notice.e] : yield* repo.bySeq(CompanyId.make(notice.c), notice.i)
-          for (const event of events) yield* PubSub.publish(bus, event)
-        }).pipe(Effect.catchCause((cause) => Effect.logWarning("event notification dropped", cause)))))
+        // Companies that have events when this runner starts count as published up to now; one created
+        // later starts at 0.
+        for (const head of yield* repo.heads) published.set(Number(head.company_id), Number(head.event_seq))
+        let failures = 0
+        const handle = (payload: string) =>
+          Effect.gen(function*() {
+            const notice = JSON.parse(payload) as Notice
+            if (notice.n === node) return
+            const events = notice.e !== undefined ? [notice.e] : yield* repo.bySeq(CompanyId.make(notice.c), notice.i)
+            yield* deliver(events)
+          }).pipe(Effect.catchCause((cause) => Effect.logWarning("event notification dropped", cause)))
+        // One LISTEN connection's life: a lost connection fails the queue, which ends the session
+        // (a dead queue fails every take at once, so it must never be taken from again).
+        const session = Effect.scoped(Effect.gen(function*() {
+          const notifications = yield* pg.listen(channel)
+          const recovering = failures > 0
+          failures = 0
+          // NOTIFYs sent while nobody listened are gone; the log has their events. The heads are read
+          // after LISTEN, so an event is either read back here or announced to the new listener.
+          const heads = yield* repo.heads
+          const behind = heads.filter((head) => Number(head.event_seq) > (published.get(Number(head.company_id)) ?? 0))
+          yield* gate.withPermits(1)(
+            Effect.forEach(behind, (head) => readBack(Number(head.company_id), Number(head.event_seq)), { discard: true })
+          )
+          if (recovering) yield* Effect.logInfo("event listener reconnected", { companies_read_back: behind.length })
+          while (true) {
+            const notification = yield* Queue.take(notifications)
+            yield* handle(notification.payload)
+          }
+        }))
+        yield* Effect.forkScoped(Effect.forever(
+          session.pipe(
+            Effect.catchCause((cause) => Effect.logWarning("event listener lost; reconnecting", cause)),
+            Effect.andThen(Effect.suspend(() => {
+              failures += 1
+              return Effect.sleep(Math.min(5_000, 100 * 2 ** Math.min(failures, 10)))
+            }))
+          )
+        ))
       }
 
       const notify: Notify | null = crossNode ? { channel, node, inlineLimit } : null
 
       const sequence = (companyId: number) =>
-        Effect.flatMap(repo.sequence(CompanyId.make(companyId), notify), (events) => PubSub.publishAll(bus, events))
+        Effect.flatMap(repo.sequence(CompanyId.make(companyId), notify), deliver)
 
       // One numbering run per company at a time on this runner; commits arriving during a run ask
       // for one more, so a burst of writes is numbered in a few batches rather than one by one.

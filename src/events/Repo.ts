@@ -42,6 +42,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   sequence(companyId: CompanyId, notify: Notify | null): Effect.Effect<ReadonlyArray<EventEnvelope>>
   /** Companies with events committed but not numbered for longer than `olderThanMs`. */
   unsequenced(olderThanMs: number): Effect.Effect<ReadonlyArray<number>>
+  /** Each company's last event number (companies with none are left out). */
+  heads: Effect.Effect<ReadonlyArray<{ readonly company_id: number; readonly event_seq: number }>>
   after(companyId: CompanyId, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
   bySeq(companyId: CompanyId, seq: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
 }>()("crm/events/EventsRepo") {
@@ -101,6 +103,9 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           Effect.orDie
         )
 
+      const heads = sql<{ company_id: number; event_seq: number }>`
+        SELECT id AS company_id, event_seq FROM companies WHERE event_seq > 0`.pipe(Effect.orDie)
+
       const after = (companyId: CompanyId, after: number, limit: number) =>
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
@@ -110,7 +115,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq = ${seq}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      return EventsRepo.of({ insert, sequence, unsequenced, after, bySeq })
+      return EventsRepo.of({ insert, sequence, unsequenced, heads, after, bySeq })
     })
   )
 }

@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Option, Schema, SchemaIssue, type Types } from "effect"
+import { Cause, Context, Effect, Option, Predicate, Schema, SchemaIssue, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { SqlError } from "effect/sql"
@@ -93,7 +93,13 @@ const statusOf = (error: unknown): number => {
 
 /** A database that cannot be reached (restarting, network): the client can retry, so it is 503, not 500. */
 const databaseUnavailable = (error: unknown) =>
-  SqlError.isSqlError(error) && (error.reason._tag === "ConnectionError" || error.reason._tag === "AuthenticationError")
+  SqlError.isSqlError(error) &&
+  (error.reason._tag === "ConnectionError" || error.reason._tag === "AuthenticationError" || operatorIntervention(error.reason.cause))
+
+// SQLSTATE 57P01-57P03: the server is shutting down, crashed or still starting up ("the database
+// system is starting up" answers every connection for a moment after a restart); the driver calls them unknown.
+const operatorIntervention = (cause: unknown) =>
+  Predicate.hasProperty(cause, "code") && typeof cause.code === "string" && /^57P0[123]$/.test(cause.code)
 
 const render = (cause: Cause.Cause<unknown>, requestId: string) =>
   Effect.gen(function*() {

@@ -43,11 +43,35 @@ const levels: Record<string, "trace" | "debug" | "info" | "warn" | "error" | "fa
   Fatal: "fatal"
 }
 
-const pinoLogger = Logger.make(({ cause, fiber, logLevel, message }) => {
+/**
+ * The same line (level and text) at most once per `windowMs`; the next one that gets through
+ * carries `repeated`, the count of those left out. A loop that fails at once on every turn
+ * otherwise writes megabytes a second and starves the process of CPU.
+ */
+export const makeRepeatGate = (windowMs: number, maxKeys = 10_000) => {
+  const lines = new Map<string, { at: number; suppressed: number }>()
+  return (key: string, now: number): number | undefined => {
+    const seen = lines.get(key)
+    if (seen !== undefined && now - seen.at < windowMs) {
+      seen.suppressed += 1
+      return undefined
+    }
+    const repeated = seen?.suppressed ?? 0
+    if (seen === undefined && lines.size >= maxKeys) {
+      for (const [k, v] of lines) if (now - v.at >= windowMs) lines.delete(k)
+      if (lines.size >= maxKeys) lines.clear()
+    }
+    lines.set(key, { at: now, suppressed: 0 })
+    return repeated
+  }
+}
+
+const repeatGate = makeRepeatGate(1_000)
+
+const pinoLogger = Logger.make(({ cause, date, fiber, logLevel, message }) => {
   const level = levels[logLevel]
   if (level === undefined || !log.isLevelEnabled(level)) return
   const fields: Record<string, unknown> = { ...fiber.getRef(References.CurrentLogAnnotations) }
-  if (cause.reasons.length > 0) fields.cause = Cause.pretty(cause)
   const parts = Array.isArray(message) ? message : [message]
   // Structured parts stay fields (so they can be queried and redacted); text parts make the message.
   const text: Array<string> = []
@@ -56,7 +80,14 @@ const pinoLogger = Logger.make(({ cause, fiber, logLevel, message }) => {
     else if (Predicate.isObject(part) && !Array.isArray(part) && !(part instanceof Error)) Object.assign(fields, part)
     else text.push(part instanceof Error ? part.message : JSON.stringify(part))
   }
-  log[level](fields, text.join(" "))
+  const line = text.join(" ")
+  // A bare cause (no text) is told apart by its error, so distinct failures are not folded into one.
+  const key = line === "" && cause.reasons.length > 0 ? `${level} ${String(Cause.squash(cause))}` : `${level} ${line}`
+  const repeated = repeatGate(key, date.getTime())
+  if (repeated === undefined) return
+  if (repeated > 0) fields.repeated = repeated
+  if (cause.reasons.length > 0) fields.cause = Cause.pretty(cause)
+  log[level](fields, line)
 })
 
 /** Effect's logger writes JSON lines through pino; log annotations (request id) become fields. */
