@@ -18,6 +18,7 @@ import _0050_integrations from "./0050_integrations.ts"
 import _0026_jobs from "./0026_jobs.ts"
 import _0030_segments from "./0030_segments.ts"
 import _0031_segment_statistics from "./0031_segment_statistics.ts"
+import _0060_exports from "./0060_exports.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -40,5 +41,6 @@ export const migrations = {
   "0050_integrations": _0050_integrations,
   "0026_jobs": _0026_jobs,
   "0030_segments": _0030_segments,
-  "0031_segment_statistics": _0031_segment_statistics
+  "0031_segment_statistics": _0031_segment_statistics,
+  "0060_exports": _0060_exports
 }

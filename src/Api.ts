@@ -13,6 +13,7 @@ import { StickerFilesApi, StickersApi } from "./stickers/Api.ts"
 import { HooksApi } from "./channels/HooksApi.ts"
 import { AuthApi } from "./auth/Api.ts"
 import { EventsApi } from "./events/Api.ts"
+import { ExportFilesApi, ExportsApi } from "./exports/Api.ts"
 import { IntegrationsApi } from "./integrations/Api.ts"
 import { InvitationsApi } from "./invitations/Api.ts"
 import { MeApi } from "./me/Api.ts"
@@ -53,6 +54,7 @@ export class Api extends HttpApi.make("crm")
   .add(UserPhotosApi)
   .add(...DealsGroups)
   .add(IntegrationsApi)
+  .add(ExportsApi, ExportFilesApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

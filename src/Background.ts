@@ -1,5 +1,7 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
+import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./exports/Job.ts"
+import { ExportsRepo } from "./exports/Repo.ts"
 import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
 import { Jobs } from "./platform/Jobs.ts"
 import { DispatcherLayer } from "./realtime/Dispatcher.ts"
@@ -8,7 +10,9 @@ import { StickersRepo } from "./stickers/Repo.ts"
 import { Stickers } from "./stickers/Stickers.ts"
 
 /** Every job kind this process runs; a new kind adds its handler here. */
-const JobRunner = Jobs.runner([StickerImportHandler]).pipe(Layer.provide([Stickers.layer, StickersRepo.layer]))
+const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> | ExportJobServices>([StickerImportHandler, ExportHandler, ExportExpiryHandler]).pipe(
+  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer])
+)
 
 /**
  * Every worker and consumer of committed events, in one place. Built before the HTTP server

@@ -10,6 +10,7 @@ import { AuthRepo } from "./auth/Repo.ts"
 import { ChannelsHttp, HooksHttp } from "./channels/Http.ts"
 import { ConversationsHttp } from "./conversations/Http.ts"
 import { EventsHttp } from "./events/Http.ts"
+import { ExportFilesHttp, ExportsHttp } from "./exports/Http.ts"
 import { IntegrationsHttp } from "./integrations/Http.ts"
 import { InvitationsHttp } from "./invitations/Http.ts"
 import { MeHttp } from "./me/Http.ts"
@@ -76,7 +77,9 @@ const Handlers = Layer.mergeAll(
   UserPhotosHttp,
   DealsHttp,
   IntegrationsHttp,
-  SegmentsHttp
+  SegmentsHttp,
+  ExportsHttp,
+  ExportFilesHttp
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )

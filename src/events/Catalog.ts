@@ -81,6 +81,27 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "A deal task's reminder time came (sent to the assignee's private-user channel)."
   ),
   entry(
+    "export.progress",
+    "Export progress",
+    "exports",
+    "export",
+    "An export being written reports its row_count, at most once a second (also sent to its creator's private-user channel)."
+  ),
+  entry(
+    "export.completed",
+    "Export completed",
+    "exports",
+    "export",
+    "An export's file is ready to download until expires_at (also sent to its creator's private-user channel)."
+  ),
+  entry(
+    "export.failed",
+    "Export failed",
+    "exports",
+    "export",
+    "An export stopped; error_message says why (also sent to its creator's private-user channel)."
+  ),
+  entry(
     "integration.disabled",
     "Integration disabled",
     "integrations",

@@ -1,0 +1,299 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import type { CompanyId } from "../auth/Domain.ts"
+import type { Condition, GroupLogic } from "../segments/Domain.ts"
+import type { ExportFilters, ExportFormat, ExportStatus, ExportType } from "./Domain.ts"
+import type { Cell } from "./Writers.ts"
+
+export interface ExportRow {
+  readonly id: number
+  readonly uuid: string
+  readonly company_id: number
+  readonly user_id: number | null
+  readonly type: ExportType
+  readonly format: ExportFormat
+  readonly name: string
+  readonly status: ExportStatus
+  readonly filters: ExportFilters
+  readonly row_count: number
+  readonly file_size: number | string | null
+  readonly file_path: string | null
+  readonly error_message: string | null
+  readonly expires_at: Date | null
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+export interface SegmentRow {
+  readonly id: number
+  readonly type: "dynamic" | "static"
+  readonly group_logic: GroupLogic
+  readonly conditions: ReadonlyArray<Condition>
+}
+
+/** What a batch query may narrow by, resolved from the export's filters. */
+export interface Scope {
+  readonly accountType?: string
+  /** Contact ids (a compiled segment statement). */
+  readonly members?: Statement.Fragment
+  readonly from?: Date
+  /** Exclusive upper bound. */
+  readonly until?: Date
+  readonly channelId?: number
+  readonly direction?: string
+  readonly conversationId?: number
+  readonly groupChatId?: number
+}
+
+/** One page of an export's rows, with the keyset cursor to continue after. */
+export interface Batch {
+  readonly rows: ReadonlyArray<ReadonlyArray<Cell>>
+  readonly last: number
+}
+
+export const contactColumns = [
+  "id", "display_name", "first_name", "last_name", "company_name", "status", "phones", "emails", "tags", "accounts",
+  "custom_fields", "blocked_at", "blocked_reason", "opted_out_at", "created_at", "updated_at"
+] as const
+
+export const messageColumns = [
+  "id", "timestamp", "direction", "message_type", "message_content", "status", "conversation_id", "conversation_name",
+  "contact_id", "contact_name", "channel_id", "channel_name", "channel_type", "group_chat_id", "sender_user_id", "created_at"
+] as const
+
+const cell = (value: unknown): Cell =>
+  value === null || value === undefined
+    ? null
+    : value instanceof Date
+    ? value.toISOString()
+    : typeof value === "string" || typeof value === "number" || typeof value === "boolean"
+    ? value
+    : typeof value === "bigint"
+    ? Number(value)
+    : JSON.stringify(value)
+
+const toBatch = (columns: ReadonlyArray<string>) => (rows: ReadonlyArray<Record<string, unknown>>): Batch => ({
+  rows: rows.map((row) => columns.map((c) => cell(row[c]))),
+  last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id)
+})
+
+/** bigint columns arrive as text; events and the dispatcher need numbers (`user_id` routes to the private channel). */
+const normal = (row: ExportRow): ExportRow => ({
+  ...row,
+  id: Number(row.id),
+  company_id: Number(row.company_id),
+  user_id: row.user_id === null ? null : Number(row.user_id),
+  file_size: row.file_size === null ? null : Number(row.file_size)
+})
+
+const columns = (sql: SqlClient.SqlClient) =>
+  sql`id, uuid::text AS uuid, company_id, user_id, type, format, name, status, filters, row_count, file_size, file_path,
+    error_message, expires_at, created_at, updated_at`
+
+/** Exports of one company and the rows they export; every statement carries the company id. */
+export class ExportsRepo extends Context.Service<ExportsRepo, {
+  page(companyId: CompanyId, page: number, perPage: number): Effect.Effect<{ rows: ReadonlyArray<ExportRow>; total: number }>
+  find(companyId: CompanyId, id: number): Effect.Effect<Option.Option<ExportRow>>
+  /** Serialises the creations of one company (the daily limits), until the transaction ends. */
+  lockCompany(companyId: CompanyId): Effect.Effect<void>
+  countSince(companyId: CompanyId, since: Date): Effect.Effect<{ all: number; messages: number }>
+  insert(companyId: CompanyId, input: {
+    readonly uuid: string
+    readonly userId: number
+    readonly type: ExportType
+    readonly format: ExportFormat
+    readonly name: string
+    readonly filters: ExportFilters
+    readonly now: Date
+  }): Effect.Effect<number>
+  /** Marks the export deleted; its file path (if any) for the caller to remove. None when it is not there. */
+  softDelete(companyId: CompanyId, id: number): Effect.Effect<Option.Option<string | null>>
+  /** pending (or processing, after a restart) → processing; false when the export is gone or finished. */
+  start(companyId: CompanyId, id: number, now: Date): Effect.Effect<boolean>
+  setRowCount(companyId: CompanyId, id: number, rows: number): Effect.Effect<void>
+  complete(companyId: CompanyId, id: number, done: {
+    readonly rows: number
+    readonly size: number
+    readonly path: string
+    readonly expiresAt: Date
+    readonly now: Date
+  }): Effect.Effect<boolean>
+  fail(companyId: CompanyId, id: number, message: string): Effect.Effect<boolean>
+  /** completed and past `expires_at` → expired; the path of the file to remove. */
+  expire(companyId: CompanyId, id: number, now: Date): Effect.Effect<Option.Option<string | null>>
+  segments(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SegmentRow>>
+  /** Which of `ids` exist in the company's `table` (channels, conversations, group threads). */
+  existing(companyId: CompanyId, what: "channel" | "conversation" | "group_chat", id: number): Effect.Effect<boolean>
+  contacts(companyId: CompanyId, scope: Scope, after: number, limit: number): Effect.Effect<Batch>
+  messages(companyId: CompanyId, scope: Scope, after: number, limit: number): Effect.Effect<Batch>
+}>()("crm/exports/ExportsRepo") {
+  static readonly layer = Layer.effect(
+    ExportsRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const cols = columns(sql)
+      const live = (companyId: CompanyId) => sql`company_id = ${companyId} AND deleted_at IS NULL`
+
+      const page = (companyId: CompanyId, page: number, perPage: number) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<ExportRow>`
+            SELECT ${cols} FROM exports WHERE ${live(companyId)} ORDER BY id DESC LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`
+          const counted = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM exports WHERE ${live(companyId)}`
+          return { rows: rows.map(normal), total: counted[0].n }
+        }).pipe(Effect.orDie)
+
+      const find = (companyId: CompanyId, id: number) =>
+        sql<ExportRow>`SELECT ${cols} FROM exports WHERE ${live(companyId)} AND id = ${id}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), normal)),
+          Effect.orDie
+        )
+
+      const lockCompany = (companyId: CompanyId) =>
+        sql`SELECT pg_advisory_xact_lock(hashtext('exports'), ${companyId}::int)`.pipe(Effect.asVoid, Effect.orDie)
+
+      const countSince = (companyId: CompanyId, since: Date) =>
+        sql<{ all: number; messages: number }>`
+          SELECT count(*)::int AS all, (count(*) FILTER (WHERE type = 'messages'))::int AS messages
+          FROM exports WHERE company_id = ${companyId} AND created_at >= ${since}`.pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.orDie
+        )
+
+      const insert = (companyId: CompanyId, input: Parameters<ExportsRepo["Service"]["insert"]>[1]) =>
+        sql<{ id: number }>`
+          INSERT INTO exports (uuid, company_id, user_id, type, format, name, filters, created_at, updated_at)
+          VALUES (${input.uuid}, ${companyId}, ${input.userId}, ${input.type}, ${input.format}, ${input.name},
+            ${JSON.stringify(input.filters)}::jsonb, ${input.now}, ${input.now})
+          RETURNING id`.pipe(Effect.map((rows) => Number(rows[0].id)), Effect.orDie)
+
+      const softDelete = (companyId: CompanyId, id: number) =>
+        sql<{ file_path: string | null }>`
+          UPDATE exports SET deleted_at = now(), updated_at = now(), file_path = NULL
+          WHERE ${live(companyId)} AND id = ${id}
+          RETURNING (SELECT file_path FROM exports WHERE company_id = ${companyId} AND id = ${id}) AS file_path`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.file_path)),
+          Effect.orDie
+        )
+
+      const start = (companyId: CompanyId, id: number, now: Date) =>
+        sql`
+          UPDATE exports SET status = 'processing', row_count = 0, started_at = ${now}, updated_at = ${now}
+          WHERE ${live(companyId)} AND id = ${id} AND status IN ('pending', 'processing') RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+
+      const setRowCount = (companyId: CompanyId, id: number, rows: number) =>
+        sql`UPDATE exports SET row_count = ${rows}, updated_at = now() WHERE ${live(companyId)} AND id = ${id}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      const complete = (companyId: CompanyId, id: number, done: Parameters<ExportsRepo["Service"]["complete"]>[2]) =>
+        sql`
+          UPDATE exports SET status = 'completed', row_count = ${done.rows}, file_size = ${done.size}, file_path = ${done.path},
+            expires_at = ${done.expiresAt}, completed_at = ${done.now}, error_message = NULL, updated_at = ${done.now}
+          WHERE ${live(companyId)} AND id = ${id} AND status = 'processing' RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+
+      const fail = (companyId: CompanyId, id: number, message: string) =>
+        sql`
+          UPDATE exports SET status = 'failed', error_message = ${message}, updated_at = now()
+          WHERE ${live(companyId)} AND id = ${id} AND status IN ('pending', 'processing') RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+
+      const expire = (companyId: CompanyId, id: number, now: Date) =>
+        sql<{ file_path: string | null }>`
+          UPDATE exports SET status = 'expired', file_path = NULL, updated_at = now()
+          WHERE company_id = ${companyId} AND id = ${id} AND status = 'completed' AND expires_at <= ${now}
+          RETURNING (SELECT file_path FROM exports WHERE company_id = ${companyId} AND id = ${id}) AS file_path`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.file_path)),
+          Effect.orDie
+        )
+
+      const segments = (companyId: CompanyId, ids: ReadonlyArray<number>) =>
+        ids.length === 0
+          ? Effect.succeed([])
+          : sql<SegmentRow>`
+              SELECT id, type, group_logic, conditions FROM segments WHERE company_id = ${companyId} AND id IN ${sql.in(ids)}
+              ORDER BY id`.pipe(Effect.orDie)
+
+      const existing = (companyId: CompanyId, what: "channel" | "conversation" | "group_chat", id: number) =>
+        (what === "channel"
+          ? sql`SELECT 1 FROM channels WHERE company_id = ${companyId} AND id = ${id} AND deleted_at IS NULL`
+          : what === "conversation"
+          ? sql`SELECT 1 FROM conversations WHERE company_id = ${companyId} AND id = ${id}`
+          : sql`SELECT 1 FROM threads WHERE company_id = ${companyId} AND id = ${id} AND is_group`).pipe(
+            Effect.map((rows) => rows.length > 0),
+            Effect.orDie
+          )
+
+
+      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: number) =>
+        sql<Record<string, unknown>>`
+          SELECT c.id, c.display_name, c.first_name, c.last_name, c.company_name, c.status,
+            (SELECT string_agg(p.phone, '; ' ORDER BY p.position, p.id) FROM contact_phones p
+             WHERE p.company_id = ${companyId} AND p.contact_id = c.id) AS phones,
+            (SELECT string_agg(e.email, '; ' ORDER BY e.position, e.id) FROM contact_emails e
+             WHERE e.company_id = ${companyId} AND e.contact_id = c.id) AS emails,
+            (SELECT string_agg(t.name, '; ' ORDER BY lower(t.name), t.id) FROM contact_tags ct JOIN tags t ON t.id = ct.tag_id
+             WHERE ct.company_id = ${companyId} AND ct.contact_id = c.id) AS tags,
+            (SELECT string_agg(a.channel_type || ':' || a.external_id, '; ' ORDER BY a.id) FROM contact_accounts a
+             WHERE a.company_id = ${companyId} AND a.contact_id = c.id) AS accounts,
+            c.custom_fields::text AS custom_fields, c.blocked_at, c.blocked_reason, c.opted_out_at, c.created_at, c.updated_at
+          FROM contacts c
+          WHERE c.company_id = ${companyId} AND c.deleted_at IS NULL AND c.id > ${after}
+            ${scope.accountType === undefined ? sql`` : sql`AND EXISTS (SELECT 1 FROM contact_accounts a
+              WHERE a.company_id = ${companyId} AND a.contact_id = c.id AND a.channel_type = ${scope.accountType})`}
+            ${scope.members === undefined ? sql`` : sql`AND c.id IN (${scope.members})`}
+          ORDER BY c.id
+          LIMIT ${limit}`.unprepared.pipe(Effect.map(toBatch(contactColumns)), Effect.orDie)
+
+      const name = (alias: string) =>
+        sql.literal(`coalesce(nullif(${alias}.display_name, ''), nullif(concat_ws(' ', ${alias}.first_name, ${alias}.last_name), ''))`)
+
+      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: number) =>
+        sql<Record<string, unknown>>`
+          SELECT m.id, m."timestamp", m.direction, m.message_type, m.message_content, m.status, m.conversation_id,
+            ${name("ct")} AS conversation_name, ct.id AS contact_id, ${name("ct")} AS contact_name,
+            m.channel_id, ch.name AS channel_name, ch.type AS channel_type,
+            CASE WHEN t.is_group THEN t.id END AS group_chat_id, m.sender_user_id, m.created_at
+          FROM messages m
+          JOIN conversations cv ON cv.id = m.conversation_id
+          JOIN contacts ct ON ct.id = cv.contact_id
+          JOIN channels ch ON ch.id = m.channel_id
+          JOIN threads t ON t.id = m.thread_id
+          WHERE m.company_id = ${companyId} AND m.deleted_at IS NULL AND m.id > ${after}
+            ${scope.from === undefined ? sql`` : sql`AND m."timestamp" >= ${scope.from}`}
+            ${scope.until === undefined ? sql`` : sql`AND m."timestamp" < ${scope.until}`}
+            ${scope.channelId === undefined ? sql`` : sql`AND m.channel_id = ${scope.channelId}`}
+            ${scope.direction === undefined ? sql`` : sql`AND m.direction = ${scope.direction}`}
+            ${scope.conversationId === undefined ? sql`` : sql`AND m.conversation_id = ${scope.conversationId}`}
+            ${scope.groupChatId === undefined ? sql`` : sql`AND m.thread_id = ${scope.groupChatId}`}
+          ORDER BY m.id
+          LIMIT ${limit}`.pipe(Effect.map(toBatch(messageColumns)), Effect.orDie)
+
+      return ExportsRepo.of({
+        page,
+        find,
+        lockCompany,
+        countSince,
+        insert,
+        softDelete,
+        start,
+        setRowCount,
+        complete,
+        fail,
+        expire,
+        segments,
+        existing,
+        contacts,
+        messages
+      })
+    })
+  )
+}
