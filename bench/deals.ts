@@ -19,15 +19,13 @@
  *   BENCH_DEALS_DB=name      use (and keep) that database; generated once, reused later
  *   BENCH_DEALS=1000000 BENCH_DEALS_COMPANIES=100 BENCH_DEALS_SAMPLES=300
  */
-import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
-import { HttpServer } from "effect/http"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { Tokens } from "../src/auth/Tokens.ts"
-import { AppConfig } from "../src/platform/Config.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { benchDatabase, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
+import { startInProcess } from "./support/App.ts"
 
 const DEALS = Number(process.env.BENCH_DEALS ?? 1_000_000)
 const COMPANIES = Number(process.env.BENCH_DEALS_COMPANIES ?? 100)
@@ -95,31 +93,7 @@ const generate = async (url: string) => {
   console.log(`  generated in ${((performance.now() - started) / 1000).toFixed(1)} s (indexes rebuilt: ${indexes.map((i) => i.indexname).join(", ")})`)
 }
 
-const startApp = async (url: string) => {
-  const config = AppConfig.layerWith({
-    databaseUrl: Option.some(Redacted.make(url)),
-    port: 0,
-    realtimePort: 0,
-    host: "127.0.0.1",
-    cluster: "single",
-    realtimeDisabled: true,
-    logLevel: "warn",
-    rateLimitPerWindow: 1_000_000_000
-  })
-  const { makeApp } = await import("../src/App.ts")
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(makeApp(config), scope))
-  const address = Context.get(context, HttpServer.HttpServer).address
-  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-  return {
-    base: `http://127.0.0.1:${address.port}`,
-    token: (companyId: number) =>
-      Effect.runPromise(
-        Effect.provideContext(Tokens.use((t) => t.createServiceToken(companyId, { name: "bench", description: "bench/deals" })), context)
-      ).then((t) => t.plaintext),
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-}
+const startApp = (url: string) => startInProcess(url, "bench/deals")
 
 const timed = async (label: string, call: (i: number) => Promise<Response>) => {
   const samples: Array<number> = []

@@ -20,18 +20,17 @@
  *   BENCH_SEARCH_DB=name          use (and keep) that database; generated once, reused on later runs
  *   BENCH_SEARCH_MESSAGES=1000000 BENCH_SEARCH_COMPANIES=200 BENCH_SEARCH_QUERIES=200 BENCH_SEARCH_HTTP=50
  */
-import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
-import { HttpServer } from "effect/http"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as os from "node:os"
-import { Tokens } from "../src/auth/Tokens.ts"
-import { AppConfig } from "../src/platform/Config.ts"
+import { type AppConfigShape } from "../src/platform/Config.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { CompanyId } from "../src/auth/Domain.ts"
 import { type SearchRequest, SearchRepo } from "../src/search/Repo.ts"
 import { benchDatabase, runLikeApp, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, summary } from "./support/Report.ts"
+import { startInProcess } from "./support/App.ts"
 
 const MESSAGES = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000)
 const COMPANIES = Number(process.env.BENCH_SEARCH_COMPANIES ?? 200)
@@ -295,35 +294,8 @@ const genericTrap = (url: string, companies: ReadonlyArray<{ readonly label: str
   }).pipe(Effect.provide(SearchRepo.layer), Effect.orDie))
 
 /** The app itself against the bench database, with the throttles out of the way (or a 1 ms search budget). */
-const startApp = async (url: string, overrides: Partial<Parameters<typeof AppConfig.layerWith>[0]> = {}) => {
-  const config = AppConfig.layerWith({
-    databaseUrl: Option.some(Redacted.make(url)),
-    port: 0,
-    realtimePort: 0,
-    host: "127.0.0.1",
-    cluster: "single",
-    realtimeDisabled: true,
-    logLevel: "warn",
-    rateLimitPerWindow: 1_000_000_000,
-    heavyRateLimitPerMinute: 1_000_000_000,
-    searchCountCap: COUNT_CAP,
-    ...overrides
-  })
-  // Imported here, after LOG_LEVEL is set: the logger reads it when its module loads.
-  const { makeApp } = await import("../src/App.ts")
-  const scope = Effect.runSync(Scope.make())
-  const context = await Effect.runPromise(Layer.buildWithScope(makeApp(config), scope))
-  const address = Context.get(context, HttpServer.HttpServer).address
-  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
-  return {
-    base: `http://127.0.0.1:${address.port}`,
-    token: (companyId: number) =>
-      Effect.runPromise(
-        Effect.provideContext(Tokens.use((t) => t.createServiceToken(companyId, { name: "bench", description: "bench/search" })), context)
-      ).then((t) => t.plaintext),
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
-  }
-}
+const startApp = (url: string, overrides: Partial<AppConfigShape> = {}) =>
+  startInProcess(url, "bench/search", { heavyRateLimitPerMinute: 1_000_000_000, searchCountCap: COUNT_CAP, ...overrides })
 
 const httpSample = async (url: string, companies: ReadonlyArray<{ readonly label: string; readonly id: number }>, probes: ReadonlyArray<Probe>) => {
   const app = await startApp(url)

@@ -1,5 +1,9 @@
 import { join } from "node:path"
 import { freePort, stop, type Workspace } from "./Processes.ts"
+import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { Tokens } from "../../src/auth/Tokens.ts"
+import { AppConfig, type AppConfigShape } from "../../src/platform/Config.ts"
 
 /**
  * The limit is per token over a sliding 60 s window, and a bench sends everything with one token: the
@@ -87,3 +91,32 @@ export const createCompany = async (app: AppProcess) => {
 /** The modes named in BENCH_MODES (else `fallback`), in that order, keeping only those in `known`. */
 export const requestedModes = <M extends string>(known: ReadonlyArray<M>, fallback: string): Array<M> =>
   (process.env.BENCH_MODES ?? fallback).split(",").map((m) => m.trim()).filter((m): m is M => known.includes(m as M))
+
+/** The whole app inside this process on a bench database: no realtime, rate limits out of the way. */
+export const startInProcess = async (url: string, label: string, overrides: Partial<AppConfigShape> = {}) => {
+  const config = AppConfig.layerWith({
+    databaseUrl: Option.some(Redacted.make(url)),
+    port: 0,
+    realtimePort: 0,
+    host: "127.0.0.1",
+    cluster: "single",
+    realtimeDisabled: true,
+    logLevel: "warn",
+    rateLimitPerWindow: RATE_LIMIT_PER_WINDOW,
+    ...overrides
+  })
+  // Imported here, after LOG_LEVEL is set: the logger reads it when its module loads.
+  const { makeApp } = await import("../../src/App.ts")
+  const scope = Effect.runSync(Scope.make())
+  const context = await Effect.runPromise(Layer.buildWithScope(makeApp(config), scope))
+  const address = Context.get(context, HttpServer.HttpServer).address
+  if (address._tag === "UnixPathAddress") throw new Error("expected a TCP address")
+  return {
+    base: `http://127.0.0.1:${address.port}`,
+    token: (companyId: number) =>
+      Effect.runPromise(
+        Effect.provideContext(Tokens.use((t) => t.createServiceToken(companyId, { name: "bench", description: label })), context)
+      ).then((t) => t.plaintext),
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}
