@@ -107,5 +107,19 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "integrations",
     "integration",
     "A webhook integration was disabled: its receiver answered 410 Gone, or 100 deliveries in a row failed over at least 24 hours."
-  )
+  ),
+  entry("template.created", "Template created", "templates", "template", "A logical message template was created."),
+  entry("template.updated", "Template updated", "templates", "template", "A draft template's content or name changed, or a language was deleted."),
+  entry("template.deleted", "Template deleted", "templates", "template", "A template and all its instances were deleted."),
+  entry("template.submitted", "Template submitted", "templates", "template", "A template instance was sent to the provider's review."),
+  entry("template.meta_pending", "Template review pending", "templates", "template", "The provider put a template instance back under review."),
+  entry("template.meta_approved", "Template approved", "templates", "template", "The provider approved a template instance."),
+  entry("template.meta_rejected", "Template rejected", "templates", "template", "The provider rejected a template instance (`reason` says why)."),
+  entry("template.meta_paused", "Template paused", "templates", "template", "The provider paused a template instance."),
+  entry("template.meta_disabled", "Template disabled", "templates", "template", "The provider disabled a template instance."),
+  entry("template.published", "Template published", "templates", "template", "An approved template was published."),
+  entry("template.archived", "Template archived", "templates", "template", "A template was archived."),
+  entry("template.unarchived", "Template unarchived", "templates", "template", "An archived template was restored."),
+  entry("template.channel_added", "Template channel added", "templates", "template", "A channel was assigned to a template."),
+  entry("template.language_added", "Template language added", "templates", "template", "A language version was added to a template.")
 ]
