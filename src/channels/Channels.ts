@@ -106,7 +106,12 @@ export class Channels extends Context.Service<Channels, {
         name: row.name,
         account_name: row.account_name,
         status: row.status,
-        settings: typeof row.settings.sandbox_fail === "boolean" ? { sandbox_fail: row.settings.sandbox_fail } : {},
+        settings: {
+          ...(typeof row.settings.sandbox_fail === "boolean" ? { sandbox_fail: row.settings.sandbox_fail } : {}),
+          ...(row.settings.template_review === "auto" || row.settings.template_review === "manual"
+            ? { template_review: row.settings.template_review }
+            : {})
+        },
         webhook_url: webhookUrl(row),
         created_at: row.created_at.toISOString(),
         updated_at: row.updated_at.toISOString()

@@ -9,7 +9,9 @@ export type ChannelStatus = typeof ChannelStatus.Type
 
 /** Non-secret switches; `sandbox_fail` makes every sandbox provider call fail with `channel_offline`. */
 export const ChannelSettings = Schema.Struct({
-  sandbox_fail: Schema.optionalKey(Schema.Boolean)
+  sandbox_fail: Schema.optionalKey(Schema.Boolean),
+  /** Sandbox business channels: `manual` leaves submitted templates pending until `sandbox/template-status` decides. */
+  template_review: Schema.optionalKey(Schema.Literals(["auto", "manual"]))
 })
 export type ChannelSettings = typeof ChannelSettings.Type
 

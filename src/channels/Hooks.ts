@@ -17,6 +17,7 @@ import { type ChannelContext, type InboundMessage } from "../providers/Provider.
 import { channelRules } from "../providers/Domain.ts"
 import { normalizeUpdate, TelegramUpdate } from "../providers/Telegram.ts"
 import { normalizeWebhook, validSignature, WhatsAppWebhook } from "../providers/WhatsAppCloud.ts"
+import { Templates } from "../templates/Templates.ts"
 
 /** A verified request whose body is not JSON at all (400). */
 export class MalformedBody extends Data.TaggedError("MalformedBody")<{ readonly message: string }> {}
@@ -52,6 +53,7 @@ export class Hooks extends Context.Service<Hooks, {
       const channels = yield* Channels
       const inbound = yield* Inbound
       const eligibility = yield* ContactEligibility
+      const templates = yield* Templates
 
       const hookChannel = (channelId: number, provider: "telegram" | "whatsapp_cloud") =>
         Effect.flatMap(channels.forHook(channelId, provider), (found) =>
@@ -86,10 +88,11 @@ export class Hooks extends Context.Service<Hooks, {
         const payload = yield* Effect.flatMap(parseJson(body), (json) => decodeWhatsApp(json).pipe(Effect.catch(unreadable("WhatsApp notification"))))
         if (payload.object !== "whatsapp_business_account") return
         const now = new Date(DateTime.toEpochMillis(yield* DateTime.now))
-        const { messages, statuses, callPermissionReplies } = normalizeWebhook(payload, channel.credentials.phone_number_id ?? "", now)
+        const { messages, statuses, callPermissionReplies, templateVerdicts } = normalizeWebhook(payload, channel.credentials.phone_number_id ?? "", now)
         for (const message of messages) yield* inbound.receive(channel, message)
         for (const status of statuses) yield* inbound.status(channel, status)
         for (const reply of callPermissionReplies) yield* eligibility.recordReply(channel, reply)
+        for (const verdict of templateVerdicts) yield* templates.providerVerdict(channel, verdict)
       })
 
       const sandboxChannel = Effect.fnUntraced(function*(channelId: number) {

@@ -79,7 +79,11 @@ const WaValue = Schema.Struct({
     profile: Schema.optional(Schema.Struct({ name: Schema.optional(Schema.String) }))
   }))),
   messages: Schema.optional(Schema.Array(WaMessage)),
-  statuses: Schema.optional(Schema.Array(WaStatus))
+  statuses: Schema.optional(Schema.Array(WaStatus)),
+  // field `message_template_status_update`
+  event: Schema.optional(Schema.String),
+  message_template_id: Schema.optional(Schema.Union([Schema.Number, Schema.String])),
+  reason: Schema.optional(Schema.NullOr(Schema.String))
 })
 export const WhatsAppWebhook = Schema.Struct({
   object: Schema.String,
@@ -180,9 +184,21 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
   const messages: Array<InboundMessage> = []
   const statuses: Array<InboundStatus> = []
   const callPermissionReplies: Array<CallPermissionReply> = []
+  const templateVerdicts: Array<TemplateVerdict> = []
   for (const entry of payload.entry) {
     for (const change of entry.changes) {
       const value = change.value
+      if (change.field === "message_template_status_update" && value?.event !== undefined && value.message_template_id !== undefined) {
+        // FLAGGED is a quality warning, not a moderation state.
+        if (value.event.toUpperCase() !== "FLAGGED") {
+          templateVerdicts.push({
+            externalId: String(value.message_template_id),
+            status: moderationStatus(value.event),
+            reason: reasonOf(value.reason ?? undefined)
+          })
+        }
+        continue
+      }
       if (change.field !== "messages" || value === undefined) continue
       const target = value.metadata?.phone_number_id
       if (target !== undefined && target !== phoneNumberId) continue
@@ -207,7 +223,7 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
       }
     }
   }
-  return { messages, statuses, callPermissionReplies }
+  return { messages, statuses, callPermissionReplies, templateVerdicts }
 }
 
 // ---------------------------------------------------------------------------
@@ -294,6 +310,7 @@ const decodeTemplateInfo = decodeAs(WaTemplateInfo)
 export const moderationStatus = (status: string): ModerationStatus => {
   switch (status.toUpperCase()) {
     case "APPROVED":
+    case "REINSTATED":
       return "approved"
     case "REJECTED":
       return "rejected"

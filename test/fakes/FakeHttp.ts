@@ -11,6 +11,7 @@ export interface FakeFile {
 export interface FakeRequest {
   readonly method: string
   readonly path: string
+  readonly query: Record<string, string>
   readonly headers: Record<string, string | Array<string> | undefined>
   readonly body: Record<string, unknown>
   readonly files: Record<string, FakeFile>
@@ -103,7 +104,14 @@ export class FakeHttp {
     const raw = await readAll(req)
     const { body, files } = await parseBody(req, raw)
     const url = new URL(req.url ?? "/", "http://fake.local")
-    const request: FakeRequest = { method: req.method ?? "GET", path: url.pathname, headers: req.headers, body, files }
+    const request: FakeRequest = {
+      method: req.method ?? "GET",
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: req.headers,
+      body,
+      files
+    }
     this.requests.push(request)
     const key = this.keyOf(request)
     const next = this.injected.get(key)?.shift()

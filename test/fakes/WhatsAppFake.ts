@@ -8,9 +8,17 @@ import { FakeHttp, type FakeAnswer, type FakeRequest } from "./FakeHttp.ts"
  * Errors are `{error:{message, type, code, error_data:{details}}}`. Free-form messages (anything
  * but a template) to a user in `closedWindow` fail with 131047, as outside the customer-service
  * window; an interactive `call_permission_request` must carry its action and a body text.
+ * Message templates live on the business account: `POST|DELETE /{waba-id}/message_templates`
+ * (create with `parameter_format: NAMED`, every body and header variable with a named example;
+ * delete by `name` and `hsm_id`), `GET /{template-id}` (status, rejected_reason) and
+ * `POST /{template-id}` (edit: back to PENDING). `decide` plays Meta's reviewer and returns the
+ * `message_template_status_update` notification it would post.
  */
 export class WhatsAppFake {
-  /** Its server; route keys for `inject` and `calls`: `POST messages`, `POST media`, `media-info`, `download`, `POST block_users`, `DELETE block_users`. */
+  /**
+   * Its server; route keys for `inject` and `calls`: `POST messages`, `POST media`, `media-info`, `download`,
+   * `POST block_users`, `DELETE block_users`, `POST message_templates`, `DELETE message_templates`, `GET template`, `POST template`.
+   */
   readonly http: FakeHttp
   readonly tokens = new Set<string>()
   /** Users who have not written in 24 h: blocking them fails with 131047 (per user, in failed_users). */
@@ -19,15 +27,114 @@ export class WhatsAppFake {
   readonly blocked = new Set<string>()
   /** Call-permission requests taken, by the message id answered to the business. */
   readonly callPermissionRequests = new Map<string, { readonly to: string; readonly body: string }>()
+  /** Message templates by id, as Meta keeps them. */
+  readonly templates = new Map<string, FakeTemplate>()
   private nextId = 1
 
   constructor() {
     this.http = new FakeHttp((r) => {
       const parts = r.path.split("/").filter((p) => p !== "")
       if (parts[0] === "media-download") return "download"
-      if (parts.length === 1) return "media-info"
+      if (parts.length === 1) return this.templates.has(parts[0]) ? `${r.method} template` : "media-info"
       return `${r.method} ${parts[1]}`
     }, (r) => this.route(r))
+  }
+
+  /** The reviewer's verdict on a template, and the notification Meta posts about it. */
+  decide(id: string, event: "APPROVED" | "REJECTED" | "PAUSED" | "DISABLED" | "REINSTATED", reason = "NONE") {
+    const t = this.templates.get(id)
+    if (t === undefined) throw new Error(`no template ${id}`)
+    t.status = event === "REINSTATED" ? "APPROVED" : event
+    t.rejected_reason = event === "REJECTED" ? reason : "NONE"
+    return {
+      object: "whatsapp_business_account",
+      entry: [{
+        id: t.waba,
+        time: Math.floor(Date.now() / 1000),
+        changes: [{
+          field: "message_template_status_update",
+          value: {
+            event,
+            message_template_id: Number(id),
+            message_template_name: t.name,
+            message_template_language: t.language,
+            reason
+          }
+        }]
+      }]
+    }
+  }
+
+  private templateRoute(r: FakeRequest, parts: ReadonlyArray<string>): FakeAnswer {
+    const b = r.body
+    if (parts.length === 1) {
+      const t = this.templates.get(parts[0])
+      if (t === undefined) return this.error(400, 100, "Unsupported get request. Object with ID does not exist")
+      if (r.method === "GET") {
+        return { status: 200, body: { id: t.id, name: t.name, language: t.language, status: t.status, category: t.category, rejected_reason: t.rejected_reason } }
+      }
+      const invalid = this.invalidComponents(b.components, t.parameter_format)
+      if (invalid !== null) return invalid
+      t.components = b.components as Array<Record<string, unknown>>
+      t.status = "PENDING"
+      return { status: 200, body: { success: true } }
+    }
+    const waba = parts[0]
+    if (r.method === "DELETE") {
+      const found = [...this.templates.values()].filter((t) =>
+        t.waba === waba && t.name === r.query.name && (r.query.hsm_id === undefined || t.id === r.query.hsm_id)
+      )
+      if (found.length === 0) return this.error(400, 100, "(#100) Message template not found")
+      for (const t of found) this.templates.delete(t.id)
+      return { status: 200, body: { success: true } }
+    }
+    if (typeof b.name !== "string" || !/^[a-z0-9_]{1,512}$/.test(b.name)) return this.error(400, 100, "(#100) Invalid parameter: name")
+    if (typeof b.language !== "string" || b.language === "") return this.error(400, 100, "(#100) The parameter language is required.")
+    if (!["UTILITY", "MARKETING", "AUTHENTICATION"].includes(String(b.category))) return this.error(400, 100, "(#100) Invalid parameter: category")
+    const format = b.parameter_format === "NAMED" ? "NAMED" : "POSITIONAL"
+    const invalid = this.invalidComponents(b.components, format)
+    if (invalid !== null) return invalid
+    if ([...this.templates.values()].some((t) => t.waba === waba && t.name === b.name && t.language === b.language)) {
+      return this.error(400, 100, "(#2388024) Content in this language already exists")
+    }
+    const id = String(100000 + this.nextId++)
+    this.templates.set(id, {
+      id,
+      waba,
+      name: b.name,
+      language: b.language,
+      category: String(b.category),
+      parameter_format: format,
+      components: b.components as Array<Record<string, unknown>>,
+      status: "PENDING",
+      rejected_reason: "NONE"
+    })
+    return { status: 200, body: { id, status: "PENDING", category: b.category } }
+  }
+
+  /** A BODY component is required; with NAMED parameters every `{{name}}` needs its named example. */
+  private invalidComponents(components: unknown, format: string): FakeAnswer | null {
+    if (!Array.isArray(components)) return this.error(400, 100, "(#100) The parameter components is required.")
+    const body = components.find((c) => c?.type === "BODY")
+    if (body === undefined || typeof body.text !== "string") return this.error(400, 100, "(#100) A BODY component is required.")
+    for (const c of components) {
+      if (c?.type !== "BODY" && c?.type !== "HEADER") continue
+      const names = [...String(c.text ?? "").matchAll(/\{\{\s*([^{}]*?)\s*\}\}/g)].map((m) => m[1])
+      if (names.length === 0) continue
+      if (format !== "NAMED") {
+        if (names.some((n) => !/^\d+$/.test(n))) return this.error(400, 100, "(#100) Positional parameters must be numbers")
+        continue
+      }
+      const key = c.type === "BODY" ? "body_text_named_params" : "header_text_named_params"
+      const examples: Array<{ param_name?: string; example?: string }> = c.example?.[key] ?? []
+      for (const name of names) {
+        if (!/^[a-z_][a-z0-9_]*$/.test(name)) return this.error(400, 100, `(#100) Invalid parameter name: ${name}`)
+        if (!examples.some((e) => e.param_name === name && typeof e.example === "string" && e.example !== "")) {
+          return this.error(400, 100, `(#100) Missing example for parameter ${name}`)
+        }
+      }
+    }
+    return null
   }
 
   /** What Meta would post to a webhook: the body and its `X-Hub-Signature-256`. */
@@ -104,6 +211,8 @@ export class WhatsAppFake {
   private route(r: FakeRequest): FakeAnswer {
     if (!this.authorized(r)) return this.error(401, 190, "Invalid OAuth access token - Cannot parse access token")
     const parts = r.path.split("/").filter((p) => p !== "")
+    if (parts.length === 1 && this.templates.has(parts[0])) return this.templateRoute(r, parts)
+    if (parts[1] === "message_templates") return this.templateRoute(r, parts)
     if (parts[0] === "media-download") {
       const found = this.media.get(parts[1])
       return found === undefined ? { status: 404, body: "not found", contentType: "text/plain" } : { status: 200, bytes: found.bytes, contentType: found.mimeType }
@@ -190,4 +299,16 @@ export class WhatsAppFake {
     }
     return this.error(400, 100, "Unsupported request")
   }
+}
+
+export interface FakeTemplate {
+  readonly id: string
+  readonly waba: string
+  readonly name: string
+  readonly language: string
+  readonly category: string
+  readonly parameter_format: string
+  components: Array<Record<string, unknown>>
+  status: string
+  rejected_reason: string
 }
