@@ -137,9 +137,6 @@ export const render = (
   }
 }
 
-/** The provider's name of a group: its slug, which already follows the provider's rule. */
-export const providerName = (slug: string) => slug
-
 /** A slug from a name: lowercase letters, digits and underscores. */
 export const slugify = (name: string) => {
   const slug = name.normalize("NFKD").replace(/\p{M}+/gu, "").toLowerCase().replace(/[^a-z0-9]+/g, "_").replace(/^_+|_+$/g, "")
