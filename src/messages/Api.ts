@@ -12,6 +12,7 @@ import {
   CreateMessage,
   DeleteMessage,
   ForwardMessage,
+  IdempotencyKeyHeader,
   ListQuery,
   Message,
   MessageId,
@@ -40,12 +41,7 @@ export class MessagesApi extends HttpApiGroup.make("messages")
     })),
     HttpApiEndpoint.post("send", "/v1/messages/send", {
       payload: SendMessage,
-      headers: {
-        "idempotency-key": Schema.optional(Schema.String.check(
-          Schema.isPattern(/\S/, { message: "The Idempotency-Key header must not be empty." }),
-          Schema.isMaxLength(128, { message: "The Idempotency-Key header must not be greater than 128 characters." })
-        ))
-      },
+      headers: IdempotencyKeyHeader,
       success: Created,
       error: SendErrors
     }).annotateMerge(OpenApi.annotations({

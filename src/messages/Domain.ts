@@ -135,6 +135,14 @@ const Attachments = Schema.Array(AttachmentInput).check(
   Schema.isMaxLength(10, { message: "The attachments field must not have more than 10 items." })
 )
 
+/** The optional `Idempotency-Key` header of send and send-template. */
+export const IdempotencyKeyHeader = {
+  "idempotency-key": Schema.optional(Schema.String.check(
+    Schema.isPattern(/\S/, { message: "The Idempotency-Key header must not be empty." }),
+    Schema.isMaxLength(128, { message: "The Idempotency-Key header must not be greater than 128 characters." })
+  ))
+}
+
 /** Whom a send addresses on its channel: exactly one of these (checked by the service). */
 export const sendTargetFields = {
   thread_id: Schema.optional(Schema.NullOr(Schema.Int)),

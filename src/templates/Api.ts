@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Authentication } from "../auth/Middleware.ts"
-import { Message } from "../messages/Domain.ts"
+import { IdempotencyKeyHeader, Message } from "../messages/Domain.ts"
 import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, Conflict, NotFound, ServiceUnavailable, Unprocessable } from "../platform/Errors.ts"
 import { PageInfo } from "../platform/Pagination.ts"
@@ -133,12 +133,7 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
     )),
     HttpApiEndpoint.post("send", "/v1/messages/send-template", {
       payload: SendTemplate,
-      headers: {
-        "idempotency-key": Schema.optional(Schema.String.check(
-          Schema.isPattern(/\S/, { message: "The Idempotency-Key header must not be empty." }),
-          Schema.isMaxLength(128, { message: "The Idempotency-Key header must not be greater than 128 characters." })
-        ))
-      },
+      headers: IdempotencyKeyHeader,
       success: Data(Message).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, NotFound, Unprocessable, Conflict, ServiceUnavailable]
     }).annotateMerge(doc(

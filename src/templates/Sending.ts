@@ -39,6 +39,23 @@ export interface ApprovedTemplate {
   readonly parameters: ReadonlyArray<{ readonly name: string; readonly position: number }>
 }
 
+/** Which instance to send: see `TemplateSending.approved`. */
+export interface TemplateChoice {
+  readonly templateId: number
+  readonly channelId: number
+  readonly language?: string | undefined
+}
+
+/** A template send on a thread: see `TemplateSending.deliver`. */
+export interface TemplateDelivery {
+  readonly thread: ThreadContext
+  readonly userId: number
+  readonly template: ApprovedTemplate
+  readonly variables: Readonly<Record<string, string>>
+  readonly idempotency: { readonly key: string; readonly hash: string } | null
+  readonly metadata?: Readonly<Record<string, unknown>> | undefined
+}
+
 const refuse = (reason: TemplateRefusal["reason"], field: string, message: string) => new TemplateRefusal({ reason, field, message })
 
 /**
@@ -51,24 +68,13 @@ export class TemplateSending extends Context.Service<TemplateSending, {
    * `templateId` is a group id or an instance id; `language` defaults to that instance's language,
    * else the group's first language. An archived template has no approved instance.
    */
-  approved(companyId: CompanyId, input: {
-    readonly templateId: number
-    readonly channelId: number
-    readonly language?: string | undefined
-  }): Effect.Effect<ApprovedTemplate, TemplateRefusal>
+  approved(companyId: CompanyId, input: TemplateChoice): Effect.Effect<ApprovedTemplate, TemplateRefusal>
   /**
    * Renders header, body and footer with `variables` and sends it on the thread (which must be on
    * the template's channel) as a `template` message whose metadata carries the template reference;
    * the send counts as a use.
    */
-  deliver(input: {
-    readonly thread: ThreadContext
-    readonly userId: number
-    readonly template: ApprovedTemplate
-    readonly variables: Readonly<Record<string, string>>
-    readonly idempotency: { readonly key: string; readonly hash: string } | null
-    readonly metadata?: Readonly<Record<string, unknown>> | undefined
-  }): Effect.Effect<Message, TemplateRefusal | SendRefusal | SendUnavailable>
+  deliver(input: TemplateDelivery): Effect.Effect<Message, TemplateRefusal | SendRefusal | SendUnavailable>
 }>()("crm/templates/TemplateSending") {
   static readonly layerNoDeps = Layer.effect(
     TemplateSending,
@@ -76,11 +82,7 @@ export class TemplateSending extends Context.Service<TemplateSending, {
       const repo = yield* TemplatesRepo
       const outbound = yield* Outbound
 
-      const approved = Effect.fn("TemplateSending.approved")(function*(companyId: CompanyId, input: {
-        readonly templateId: number
-        readonly channelId: number
-        readonly language?: string | undefined
-      }) {
+      const approved = Effect.fn("TemplateSending.approved")(function*(companyId: CompanyId, input: TemplateChoice) {
         const found = yield* repo.resolve(companyId, input.templateId)
         if (Option.isNone(found)) return yield* refuse("template_not_found", "template_id", "Template not found.")
         const { group, instanceId } = found.value
@@ -116,14 +118,7 @@ export class TemplateSending extends Context.Service<TemplateSending, {
         }
       })
 
-      const deliver = Effect.fn("TemplateSending.deliver")(function*(input: {
-        readonly thread: ThreadContext
-        readonly userId: number
-        readonly template: ApprovedTemplate
-        readonly variables: Readonly<Record<string, string>>
-        readonly idempotency: { readonly key: string; readonly hash: string } | null
-        readonly metadata?: Readonly<Record<string, unknown>> | undefined
-      }) {
+      const deliver = Effect.fn("TemplateSending.deliver")(function*(input: TemplateDelivery) {
         const { thread, template: t } = input
         if (thread.channel_id !== t.channelId) {
           return yield* refuse("channel_mismatch", "thread_id", "The thread is not on the template's channel.")

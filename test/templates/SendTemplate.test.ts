@@ -178,26 +178,14 @@ describe("POST /v1/messages/send-template", () => {
     const b = await createCompany(server)
     const t = await approvedTemplate(server, a.token)
     const mine = await approvedTemplate(server, b.token)
-    const foreignTemplate = await sendTemplate(server, b.token, {
-      channel_id: mine.channelId,
-      template_id: t.groupId,
-      to: { phone: "+15550300" },
-      variables
-    })
-    assert.strictEqual(foreignTemplate.status, 404)
-    const foreignInstance = await sendTemplate(server, b.token, {
-      channel_id: mine.channelId,
-      template_id: t.instanceId,
-      to: { phone: "+15550300" },
-      variables
-    })
-    assert.strictEqual(foreignInstance.status, 404)
-    const foreignChannel = await sendTemplate(server, b.token, {
-      channel_id: t.channelId,
-      template_id: mine.groupId,
-      to: { phone: "+15550300" },
-      variables
-    })
-    assert.strictEqual(foreignChannel.status, 404)
+    const cases: Array<[number, number]> = [
+      [mine.channelId, t.groupId],
+      [mine.channelId, t.instanceId],
+      [t.channelId, mine.groupId]
+    ]
+    for (const [channel_id, template_id] of cases) {
+      const res = await sendTemplate(server, b.token, { channel_id, template_id, to: { phone: "+15550300" }, variables })
+      assert.strictEqual(res.status, 404, JSON.stringify([channel_id, template_id, res.body]))
+    }
   })
 })
