@@ -667,7 +667,8 @@ export class Templates extends Context.Service<Templates, {
         if (Option.isNone(row) || row.value.channel_id !== channelId) {
           return yield* invalidField("template_id", "The template is not an instance on this channel.")
         }
-        if (row.value.external_id === null) {
+        // An instance edited since its submission awaits a new one: a verdict on the old content does not apply.
+        if (row.value.external_id === null || row.value.meta_status === "local") {
           return yield* invalidField("template_id", "The template has not been submitted for review.")
         }
         yield* applyVerdict(company.id, row.value, input.meta_status, input.reason ?? null)
@@ -681,7 +682,7 @@ export class Templates extends Context.Service<Templates, {
       }) {
         const companyId = channel.companyId as CompanyId
         const row = yield* repo.byExternal(companyId, channel.id, verdict.externalId)
-        if (Option.isNone(row)) return
+        if (Option.isNone(row) || row.value.meta_status === "local") return
         yield* applyVerdict(companyId, row.value, verdict.status, verdict.reason)
       })
 
