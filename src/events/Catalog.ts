@@ -107,5 +107,11 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "integrations",
     "integration",
     "A webhook integration was disabled: its receiver answered 410 Gone, or 100 deliveries in a row failed over at least 24 hours."
-  )
+  ),
+  entry("tag.added", "Tag added", "contacts", "contact", "A tag was added to a contact (`contact_id`, `tag_id`)."),
+  entry("automation.created", "Automation created", "automations", "automation", "An automation was created."),
+  entry("automation.updated", "Automation updated", "automations", "automation", "An automation's metadata, status or graph changed."),
+  entry("automation.deleted", "Automation deleted", "automations", "automation", "An automation was deleted."),
+  entry("automation.run.finished", "Automation run finished", "automations", "automation_run", "A run ended (`status` succeeded or failed, `error`, `duration_ms`)."),
+  entry("automation.notification", "Automation notification", "automations", "automation_run", "A notify-user step (sent to the user's private-user channel).")
 ]

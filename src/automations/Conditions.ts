@@ -1,0 +1,81 @@
+import { Effect } from "effect"
+import type { Condition } from "./Domain.ts"
+
+/** What conditions read; the costly facts are effects, asked for only when a condition needs them. */
+export interface Facts {
+  readonly text: string | null
+  readonly messageType: string | null
+  readonly isFirstMessage: Effect.Effect<boolean>
+  readonly tagIds: Effect.Effect<ReadonlySet<number>>
+  contactField(field: string): Effect.Effect<string | null>
+  readonly dealStageId: Effect.Effect<number | null>
+  /** A value by dotted path over `{trigger, steps}` (condition nodes: `field` picks what a text condition reads). */
+  path(field: string): unknown
+}
+
+const matchLimit = 4096
+const patterns = new Map<string, RegExp>()
+const regexOf = (pattern: string) => {
+  let re = patterns.get(pattern)
+  if (re === undefined) {
+    re = new RegExp(pattern, "iu")
+    if (patterns.size > 10_000) patterns.clear()
+    patterns.set(pattern, re)
+  }
+  return re
+}
+
+const norm = (s: string) => s.trim().toLowerCase()
+
+const asText = (value: unknown): string | null =>
+  value === null || value === undefined ? null : typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value)
+
+/** Text conditions read the message text, or (with `field` on a condition node) the value at that path. */
+const textOf = (c: Condition, facts: Facts, byPath: boolean) => (byPath && c.field !== undefined ? asText(facts.path(c.field)) : facts.text)
+
+export const holds = (c: Condition, facts: Facts, byPath = false): Effect.Effect<boolean> => {
+  const value = c.value === undefined || c.value === null ? "" : String(c.value)
+  switch (c.type) {
+    case "text_contains": {
+      const text = textOf(c, facts, byPath)
+      return Effect.succeed(text !== null && text.toLowerCase().includes(value.toLowerCase()))
+    }
+    case "text_equals": {
+      const text = textOf(c, facts, byPath)
+      return Effect.succeed(text !== null && norm(text) === norm(value))
+    }
+    case "text_matches": {
+      const text = textOf(c, facts, byPath)
+      return Effect.succeed(text !== null && regexOf(value).test(text.slice(0, matchLimit)))
+    }
+    case "message_type":
+      return Effect.succeed(facts.messageType !== null && norm(facts.messageType) === norm(value))
+    case "is_first_message":
+      return Effect.map(facts.isFirstMessage, (first) => first === !(value === "false" || value === "0"))
+    case "has_tag":
+      return Effect.map(facts.tagIds, (tags) => tags.has(Number(value)))
+    case "contact_field_equals":
+      return Effect.map(facts.contactField(c.field ?? ""), (v) => v !== null && norm(v) === norm(value))
+    case "deal_stage_is":
+      return Effect.map(facts.dealStageId, (stage) => stage !== null && stage === Number(value))
+  }
+}
+
+/** `and` stops at the first false condition, `or` at the first true one; no conditions hold. */
+export const evaluate = (
+  conditions: ReadonlyArray<Condition> | undefined,
+  joiner: "and" | "or" | undefined,
+  facts: Facts,
+  byPath = false
+): Effect.Effect<boolean> => {
+  if (conditions === undefined || conditions.length === 0) return Effect.succeed(true)
+  const any = joiner === "or"
+  return Effect.suspend(() => {
+    let i = 0
+    const next: Effect.Effect<boolean> = Effect.suspend(() => {
+      if (i >= conditions.length) return Effect.succeed(!any)
+      return Effect.flatMap(holds(conditions[i++], facts, byPath), (ok) => (ok === any ? Effect.succeed(any) : next))
+    })
+    return next
+  })
+}
