@@ -1,5 +1,6 @@
 const emailPattern = /([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9.-]+\.[A-Za-z]{2,})/g
-const phonePattern = /\+?\d[\d\s().-]{6,}\d/g
+// A number written with its country code (+…), or a bare run of 9–15 digits; dates and ids stay readable.
+const phonePattern = /\+\d[\d\s().-]{6,}\d|(?<!\d)\d{9,15}(?!\d)/g
 const phoneKey = /phone/i
 const emailKey = /e-?mail/i
 

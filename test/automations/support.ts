@@ -10,12 +10,15 @@ export const ok = async (server: TestServer, method: string, path: string, token
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** The last value a probe saw, for the timeout message. */
+export const last: { value: unknown } = { value: undefined }
+
 export const waitFor = async <A>(what: string, probe: () => Promise<A | undefined>, timeoutMs = 15_000): Promise<A> => {
   const deadline = Date.now() + timeoutMs
   while (true) {
     const value = await probe()
     if (value !== undefined) return value
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last.value)})`)
     await sleep(100)
   }
 }
