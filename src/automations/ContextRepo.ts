@@ -21,6 +21,8 @@ export class AutomationContextRepo extends Context.Service<AutomationContextRepo
   dealStage(companyId: CompanyId, dealId: number | null, contactId: number | null): Effect.Effect<{ dealId: number; stageId: number } | null>
   /** The contact's account on a channel of `channelType` (or on `channelId`), with the channel to send on. */
   accountOn(companyId: CompanyId, contactId: number, target: { channelId?: number; channelType?: string }): Effect.Effect<Option.Option<{ channelId: number; accountId: number }>>
+  /** Assigns the conversation to a member or a team of the company; false when either is not the company's. */
+  assign(companyId: CompanyId, conversationId: number, to: { userId?: number | undefined; teamId?: number | undefined }): Effect.Effect<boolean>
   actorOf(companyId: CompanyId, userId: number | null): Effect.Effect<Option.Option<{ userId: number; plan: string; timezone: string; email: string | null; name: string }>>
 }>()("crm/automations/AutomationContextRepo") {
   static readonly layer = Layer.effect(
@@ -78,6 +80,15 @@ export class AutomationContextRepo extends Context.Service<AutomationContextRepo
             Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (r) => ({ channelId: Number(r.channel_id), accountId: Number(r.account_id) }))),
             Effect.orDie
           ),
+        assign: (companyId, conversationId, to) =>
+          sql<{ id: number }>`
+            UPDATE conversations SET assigned_user_id = ${to.userId ?? null}, assigned_team_id = ${to.teamId ?? null}, updated_at = now()
+            WHERE company_id = ${companyId} AND id = ${conversationId}
+              AND (${to.userId ?? null}::bigint IS NULL OR EXISTS (
+                SELECT 1 FROM memberships WHERE company_id = ${companyId} AND user_id = ${to.userId ?? null}))
+              AND (${to.teamId ?? null}::bigint IS NULL OR EXISTS (
+                SELECT 1 FROM teams WHERE company_id = ${companyId} AND id = ${to.teamId ?? null}))
+            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
         actorOf: (companyId, userId) =>
           sql<{ id: number; plan: string; timezone: string; email: string | null; name: string }>`
             SELECT u.id, c.plan, u.timezone, u.email, u.name FROM companies c

@@ -14,6 +14,7 @@ import { OutboundHttp } from "../platform/OutboundHttp.ts"
 import { TemplateSending } from "../templates/Sending.ts"
 import {
   actionById,
+  AssignData,
   type ConditionData,
   ContactFieldData,
   CreateDealData,
@@ -422,7 +423,26 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
           return doneWith({ result })
         })
       case "assign-conversation":
-        return Effect.fail(permanent("Conversations have no assignment on this server yet."))
+        return Effect.gen(function*() {
+          const data = yield* decode(AssignData, node.data)
+          const conversationId = run.context.conversation_id
+          if (typeof conversationId !== "number") return yield* permanent("The trigger names no conversation.")
+          const to = { userId: data.user_id, teamId: data.team_id }
+          // Setting the same assignee again is harmless, so a replayed step needs no guard.
+          const assigned = yield* Effect.gen(function*() {
+            if (!(yield* ctx.assign(companyId, conversationId, to))) return false
+            yield* events.emit(companyId, "conversation.assigned", {
+              conversation_id: conversationId,
+              assigned_user_id: data.user_id ?? null,
+              assigned_team_id: data.team_id ?? null,
+              ...(data.user_id !== undefined ? { user_id: data.user_id } : {}),
+              automation_id: run.automation_id
+            })
+            return true
+          }).pipe(sql.withTransaction, Effect.orDie)
+          if (!assigned) return yield* permanent(data.user_id !== undefined ? "The user is not a member of the company." : "The team was not found.")
+          return doneWith({ conversation_id: conversationId, user_id: data.user_id ?? null, team_id: data.team_id ?? null })
+        })
       default:
         return Effect.fail(permanent(`Unknown action ${spec.id}.`))
     }

@@ -113,5 +113,6 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("automation.updated", "Automation updated", "automations", "automation", "An automation's metadata, status or graph changed."),
   entry("automation.deleted", "Automation deleted", "automations", "automation", "An automation was deleted."),
   entry("automation.run.finished", "Automation run finished", "automations", "automation_run", "A run ended (`status` succeeded or failed, `error`, `duration_ms`)."),
+  entry("conversation.assigned", "Conversation assigned", "messaging", "conversation", "A conversation was assigned to a member (also sent to their private-user channel) or a team."),
   entry("automation.notification", "Automation notification", "automations", "automation_run", "A notify-user step (sent to the user's private-user channel).")
 ]

@@ -205,12 +205,13 @@ describe("automation runs", () => {
         actionNode("http", "http-request", { url: `${receiverUrl}/hook?x=1`, method: "POST", body: "{\"a\":1}" }),
         actionNode("check", "condition", { conditions: [{ type: "text_equals", field: "steps.http.body.vip", value: "true" }] }),
         actionNode("notify", "notify-user", { user_id: company.admin.id, message: "New lead" }),
+        actionNode("assign", "assign-conversation", { user_id: company.admin.id }),
         actionNode("voice", "send-message", { voice_mode: "upload", media_id: voice.body.media_id }),
         actionNode("optout", "opt-out-contact", {})
       ],
       edges: [
         edge("t", "field"), edge("field", "untag"), edge("untag", "deal"), edge("deal", "move"), edge("move", "http"), edge("http", "check"),
-        edge("check", "notify", "true"), edge("notify", "voice"), edge("voice", "optout")
+        edge("check", "notify", "true"), edge("notify", "assign"), edge("assign", "voice"), edge("voice", "optout")
       ]
     }, [trigger("message.created")])
     const received = await inbound(server, company.token, channelId, { from: { external_id: "z-1", name: "Zed" }, text: "hi" })
@@ -218,7 +219,7 @@ describe("automation runs", () => {
     await query(server, "INSERT INTO contact_tags (company_id, contact_id, tag_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", [company.id, contactId, old])
     const [run] = await finishedRuns(server, company.token, automation.id)
     assert.strictEqual(run.status, "succeeded", JSON.stringify(run))
-    assert.deepStrictEqual(run.steps.map((s: any) => s.node_id), ["field", "untag", "deal", "move", "http", "check", "notify", "voice", "optout"])
+    assert.deepStrictEqual(run.steps.map((s: any) => s.node_id), ["field", "untag", "deal", "move", "http", "check", "notify", "assign", "voice", "optout"])
     const http = run.steps.find((s: any) => s.node_id === "http")
     assert.deepStrictEqual([http.output.status, http.output.body], [200, { vip: true, echo: "/hook?x=1" }])
     assert.deepStrictEqual(hits.filter((h) => h.path === "/hook?x=1").map((h) => h.body), ["{\"a\":1}"])
@@ -233,6 +234,10 @@ describe("automation runs", () => {
     const notes = await payloadsOf(server, company.id, "automation.notification")
     assert.deepStrictEqual(notes.map((n: any) => [n.user_id, n.message]), [[company.admin.id, "New lead"]])
     assert.deepStrictEqual((await outboundTexts(server, received.conversation_id)).map((m) => m.message_type), ["voice"])
+    const [conversation] = await query<any>(server, "SELECT assigned_user_id FROM conversations WHERE id = $1", [received.conversation_id])
+    assert.strictEqual(Number(conversation.assigned_user_id), company.admin.id)
+    const assigned = await payloadsOf(server, company.id, "conversation.assigned")
+    assert.deepStrictEqual(assigned.map((p: any) => [p.conversation_id, p.user_id]), [[received.conversation_id, company.admin.id]])
   })
 
   it("retries a transient step three times, then fails the run with that step's error; health turns degraded then failing", async () => {
