@@ -61,6 +61,43 @@ export const holds = (c: Condition, facts: Facts, byPath = false): Effect.Effect
   }
 }
 
+const syncHolds = (c: Condition, text: string | null, messageType: string | null): boolean | undefined => {
+  const value = c.value === undefined || c.value === null ? "" : String(c.value)
+  switch (c.type) {
+    case "text_contains":
+      return text !== null && text.toLowerCase().includes(value.toLowerCase())
+    case "text_equals":
+      return text !== null && norm(text) === norm(value)
+    case "text_matches":
+      return text !== null && regexOf(value).test(text.slice(0, matchLimit))
+    case "message_type":
+      return messageType !== null && norm(messageType) === norm(value)
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The verdict of a trigger's conditions from the event alone (text, message type), or undefined when a
+ * condition needs a fact that is read from the database: the hot path of evaluation allocates no effect.
+ */
+export const quickVerdict = (
+  conditions: ReadonlyArray<Condition> | undefined,
+  joiner: "and" | "or" | undefined,
+  text: string | null,
+  messageType: string | null
+): boolean | undefined => {
+  if (conditions === undefined || conditions.length === 0) return true
+  const any = joiner === "or"
+  let open = false
+  for (const c of conditions) {
+    const v = syncHolds(c, text, messageType)
+    if (v === undefined) open = true
+    else if (v === any) return any
+  }
+  return open ? undefined : !any
+}
+
 /** `and` stops at the first false condition, `or` at the first true one; no conditions hold. */
 export const evaluate = (
   conditions: ReadonlyArray<Condition> | undefined,

@@ -103,6 +103,7 @@ interface RunStateJson {
   readonly visits: Record<string, number>
   readonly outputs: Record<string, unknown>
   readonly started?: boolean
+  readonly segment?: number
 }
 
 /** The `automation.run` job: runs a run's steps from where it stands until it ends or waits. */
@@ -122,11 +123,13 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
 
   const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-  const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string) {
+  /** `fresh`: the segment's job on its first claim, so no step after the run's checkpoint has been written yet. */
+  const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string, segment: number, fresh: boolean) {
     const found = yield* repo.loadRun(companyId, runId)
     if (Option.isNone(found)) return
     const run: RunState = found.value
     if (run.status === "succeeded" || run.status === "failed" || run.status === "cancelled") return
+    if (((run.state as RunStateJson).segment ?? 0) !== segment) return
     const nodes = new Map(run.nodes.map((n) => [n.id, n]))
     const who = yield* ctx.actorOf(companyId, run.created_by)
     if (Option.isNone(who)) return yield* finish(companyId, run, "failed", "The company has no member to act for.")
@@ -139,7 +142,8 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
     const state = {
       pending: stored.started ? [...stored.pending] : next(trigger.id, null),
       visits: { ...stored.visits },
-      outputs: { ...stored.outputs }
+      outputs: { ...stored.outputs },
+      segment
     }
     if (run.status === "waiting") yield* repo.saveState(companyId, runId, "running", { ...state, started: true }, null)
 
@@ -153,7 +157,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
         state.visits[nodeId] = visit
         state.outputs[nodeId] = output
       }
-      const done = yield* repo.step(companyId, runId, nodeId, visit)
+      const done = fresh ? Option.none() : yield* repo.step(companyId, runId, nodeId, visit)
       if (Option.isSome(done)) {
         if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error)
         advance(done.value.output, handleOf(actionId, done.value.output))
@@ -164,10 +168,16 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
         const wake = new Date(wakeAt(node.data as WaitData, startedAt.getTime(), actor.account.timezone))
         const output = { resume_at: wake.toISOString() }
         advance(output, null)
+        state.segment = segment + 1
         yield* Effect.gen(function*() {
-          yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "succeeded", attempt: 1, output, error: null, startedAt, finishedAt: startedAt })
-          yield* repo.saveState(companyId, runId, "waiting", { ...state, started: true }, wake)
-          yield* jobs.enqueue(RunJob, companyId, { runId }, { runAfter: DateTime.fromDateUnsafe(wake) })
+          yield* repo.recordStep(
+            companyId,
+            { runId, nodeId, visit, actionId, status: "succeeded", attempt: 1, output, error: null, startedAt, finishedAt: startedAt },
+            "waiting",
+            { ...state, started: true },
+            wake
+          )
+          yield* jobs.enqueue(RunJob, companyId, { runId, segment: segment + 1 }, { runAfter: DateTime.fromDateUnsafe(wake) })
         }).pipe(sql.withTransaction, Effect.orDie)
         return
       }
@@ -183,18 +193,19 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
       )
       const finishedAt = yield* nowDate
       if (result._tag === "Failure") {
-        yield* Effect.gen(function*() {
-          yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt })
-        }).pipe(sql.withTransaction, Effect.orDie)
+        yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt })
         return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`)
       }
       const output = capped(result.success.output)
       advance(output, handleOf(actionId, output))
-      yield* Effect.gen(function*() {
-        yield* result.success.commit
-        yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "succeeded", attempt, output, error: null, startedAt, finishedAt })
-        yield* repo.saveState(companyId, runId, "running", { ...state, started: true }, null)
-      }).pipe(sql.withTransaction, Effect.orDie)
+      const record = repo.recordStep(
+        companyId,
+        { runId, nodeId, visit, actionId, status: "succeeded", attempt, output, error: null, startedAt, finishedAt },
+        "running",
+        { ...state, started: true },
+        null
+      )
+      yield* result.success.commit === Effect.void ? record : Effect.andThen(result.success.commit, record).pipe(sql.withTransaction, Effect.orDie)
     }
     return yield* finish(companyId, run, "succeeded", null)
   })
@@ -448,5 +459,5 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
     }
   }
 
-  return (job) => execute(CompanyId.make(job.companyId), job.payload.runId)
+  return (job) => execute(CompanyId.make(job.companyId), job.payload.runId, job.payload.segment, job.attempt === 1)
 }))

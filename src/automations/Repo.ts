@@ -178,6 +178,8 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
   step(companyId: CompanyId, runId: string, nodeId: string, visit: number): Effect.Effect<Option.Option<{ status: Step["status"]; output: unknown; error: string | null }>>
   insertStep(companyId: CompanyId, step: NewStep): Effect.Effect<void>
   saveState(companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
+  /** The step row and the run's state after it, in one statement. */
+  recordStep(companyId: CompanyId, step: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
   finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Effect.Effect<void>
 }>()("crm/automations/AutomationsRepo") {
   static readonly layer = Layer.effect(
@@ -330,6 +332,17 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
           WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
 
+      const recordStep = (companyId: CompanyId, st: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null) =>
+        sql`
+          WITH step AS (
+            INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
+            VALUES (${companyId}, ${st.runId}, ${st.nodeId}, ${st.visit}, ${st.actionId}, ${st.status}, ${st.attempt}, ${json(st.output)}::jsonb,
+              ${st.error}, ${st.startedAt}, ${st.finishedAt})
+            ON CONFLICT (run_id, node_id, visit) DO NOTHING
+          )
+          UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
+          WHERE company_id = ${companyId} AND id = ${st.runId}`.pipe(Effect.asVoid, Effect.orDie)
+
       const finishRun = (companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date) =>
         sql`
           UPDATE automation_runs SET status = ${status}, error = ${error}, finished_at = ${at}, resume_at = NULL
@@ -337,7 +350,7 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        recentRuns, insertRun, loadRun, step, insertStep, saveState, finishRun
+        recentRuns, insertRun, loadRun, step, insertStep, saveState, recordStep, finishRun
       })
     })
   )

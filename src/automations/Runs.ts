@@ -11,11 +11,13 @@ import type { StartRequest } from "./Starter.ts"
 export const runsPerContactPerHour = 10
 
 /**
- * One job runs a run until it ends or waits; a wait ends the job and enqueues the next at its wake
- * time. Steps retry inside the job, so the job's own attempts only cover a runner that died.
+ * One job runs one segment of a run (from its start or a wake-up) until it ends or waits; a wait ends
+ * the segment and enqueues the next at its wake time. A job whose segment has passed (a retry of a job
+ * that had already recorded its wait) does nothing. Steps retry inside the job, so the job's own
+ * attempts only cover a runner that died.
  */
 export const RunJob = jobKind("automation.run", {
-  payload: Schema.Struct({ runId: Schema.String }),
+  payload: Schema.Struct({ runId: Schema.String, segment: Schema.Int }),
   lease: "60 seconds",
   maxAttempts: 5,
   retryDelay: () => "2 seconds"
@@ -49,11 +51,11 @@ export class Runs extends Context.Service<Runs, {
             status: guarded ? "cancelled" : "running",
             triggerPayload: redact(request.context.payload ?? {}),
             context: request.context,
-            state: { pending: [], visits: {}, outputs: {}, started: false },
+            state: { pending: [], visits: {}, outputs: {}, started: false, segment: 0 },
             error: guarded ? `Skipped: the contact already started ${runsPerContactPerHour} runs of this automation in the last hour.` : null,
             at
           })
-          if (inserted && !guarded) yield* jobs.enqueue(RunJob, companyId, { runId: id })
+          if (inserted && !guarded) yield* jobs.enqueue(RunJob, companyId, { runId: id, segment: 0 })
         }).pipe(sql.withTransaction, Effect.orDie)
         if (guarded) {
           yield* Effect.logWarning("automation run skipped by the loop guard", {

@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Predicate, PubSub } from "effect"
 import { CompanyId } from "../auth/Domain.ts"
 import type { EventEnvelope } from "../events/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { evaluate, type Facts } from "./Conditions.ts"
+import { evaluate, type Facts, quickVerdict } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import { type Trigger, TriggerEvents } from "./Domain.ts"
 import { AutomationsRepo } from "./Repo.ts"
@@ -128,18 +128,16 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
         return types.get(channelId) ?? null
       })
 
-      const match = Effect.fnUntraced(function*(event: EventEnvelope) {
+      const none: ReadonlyArray<StartRequest> = []
+      const nothing = Effect.succeed(none)
+
+      const startsFor = Effect.fnUntraced(function*(
+        event: EventEnvelope,
+        context: Record<string, any>,
+        matched: ReadonlyArray<Compiled>,
+        undecided: ReadonlyArray<Compiled>
+      ) {
         const companyNumber = Number(event.company_id)
-        if (publishKeys.has(event.event)) {
-          companies.delete(companyNumber)
-          return []
-        }
-        if (!triggerKeys.has(event.event)) return []
-        const index = companies.get(companyNumber) ?? (yield* load(companyNumber))
-        const candidates = index.get(event.event)
-        if (candidates === undefined || candidates.length === 0) return []
-        const context = contextOf(event)
-        if (context === null) return []
         const companyId = CompanyId.make(companyNumber)
         const contactId = Effect.runSync(Effect.cached(
           context.contact_id !== undefined
@@ -148,28 +146,70 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
             ? facts.contactOfAccount(companyId, context.contact_account_id)
             : Effect.succeed(null)
         ))
-        const f = factsFrom(facts, companyId, context, contactId)
-        const started: Array<StartRequest> = []
+        const chosen = [...matched]
+        if (undecided.length > 0) {
+          const f = factsFrom(facts, companyId, context, contactId)
+          for (const c of undecided) {
+            const t = c.trigger
+            if (context.channel_id !== undefined && context.channel_id !== null && t.channelType !== undefined && t.channelType !== null &&
+              (yield* channelType(companyNumber, context.channel_id)) !== t.channelType) continue
+            if (yield* evaluate(t.conditions, t.conditionsJoiner, f)) chosen.push(c)
+          }
+        }
+        if (chosen.length === 0) return none
+        const contact = yield* contactId
+        return chosen.map((c): StartRequest => ({
+          companyId: companyNumber,
+          automationId: c.automationId,
+          versionId: c.versionId,
+          event: event.event,
+          eventId: Number(event.seq),
+          contactId: contact,
+          context: { ...context, contact_id: contact }
+        }))
+      })
+
+      const matchIn = (event: EventEnvelope, index: CompanyIndex): Effect.Effect<ReadonlyArray<StartRequest>> => {
+        const candidates = index.get(event.event)
+        if (candidates === undefined || candidates.length === 0) return nothing
+        const context = contextOf(event)
+        if (context === null) return nothing
+        const channelId: number | null = context.channel_id ?? null
+        const types = channelTypes.get(Number(event.company_id))
+        const text: string | null = context.text ?? null
+        const messageType: string | null = context.message_type ?? null
+        const matched: Array<Compiled> = []
+        const undecided: Array<Compiled> = []
         for (const c of candidates) {
           const t = c.trigger
-          if (context.channel_id !== undefined && context.channel_id !== null) {
-            if (t.channels !== undefined && t.channels.length > 0 && !t.channels.includes(context.channel_id)) continue
-            if (t.channelType !== undefined && t.channelType !== null && (yield* channelType(companyNumber, context.channel_id)) !== t.channelType) continue
+          if (channelId !== null && t.channels !== undefined && t.channels.length > 0 && !t.channels.includes(channelId)) continue
+          const verdict = quickVerdict(t.conditions, t.conditionsJoiner, text, messageType)
+          if (verdict === false) continue
+          if (channelId !== null && t.channelType !== undefined && t.channelType !== null) {
+            const type = types?.get(channelId)
+            if (type === undefined) {
+              undecided.push(c)
+              continue
+            }
+            if (type !== t.channelType) continue
           }
-          if (!(yield* evaluate(t.conditions, t.conditionsJoiner, f))) continue
-          const contact = yield* contactId
-          started.push({
-            companyId: companyNumber,
-            automationId: c.automationId,
-            versionId: c.versionId,
-            event: event.event,
-            eventId: Number(event.seq),
-            contactId: contact,
-            context: { ...context, contact_id: contact }
-          })
+          if (verdict === true) matched.push(c)
+          else undecided.push(c)
         }
-        return started
-      })
+        if (matched.length === 0 && undecided.length === 0) return nothing
+        return startsFor(event, context, matched, undecided)
+      }
+
+      const match = (event: EventEnvelope): Effect.Effect<ReadonlyArray<StartRequest>> => {
+        const companyNumber = Number(event.company_id)
+        if (publishKeys.has(event.event)) {
+          companies.delete(companyNumber)
+          return nothing
+        }
+        if (!triggerKeys.has(event.event)) return nothing
+        const index = companies.get(companyNumber)
+        return index !== undefined ? matchIn(event, index) : Effect.flatMap(load(companyNumber), (loaded) => matchIn(event, loaded))
+      }
 
       return TriggerIndex.of({ match, invalidate: (companyId) => void companies.delete(companyId) })
     })
