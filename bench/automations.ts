@@ -18,10 +18,9 @@ import { Effect } from "effect"
 import { TriggerIndex } from "../src/automations/Triggers.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { startInProcess } from "./support/App.ts"
-import { benchDatabase, runOn } from "./support/Database.ts"
+import { benchDatabase, runOn, runSql } from "./support/Database.ts"
 import { runBench, sleep } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
-import { SqlClient } from "effect/sql"
 
 const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "50,100,200,300,400").split(",").map(Number)
 const STAGE_S = Number(process.env.BENCH_AUTOMATION_STAGE_S ?? 4)
@@ -35,11 +34,7 @@ if (!process.env.DATABASE_URL) {
 }
 const serverUrl = process.env.DATABASE_URL
 
-const query = <Row extends object>(url: string, text: string, params: ReadonlyArray<unknown> = []) =>
-  runOn(url, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql.unsafe<Row>(text, params as Array<unknown>)
-  }).pipe(Effect.orDie))
+const query = runSql
 
 const keyword = (i: number) => `#k${String(i).padStart(2, "0")}#`
 
