@@ -17,6 +17,7 @@ import { Media } from "./media/Media.ts"
 import { Contacts } from "./contacts/Contacts.ts"
 import { Deals } from "./deals/Deals.ts"
 import { OutboundHttp } from "./platform/OutboundHttp.ts"
+import { TemplateSending } from "./templates/Sending.ts"
 
 /** Every job kind this process runs; a new kind adds its handler here. */
 const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> | ExportJobServices | Effect.Services<typeof RunHandler.make>>([
@@ -26,7 +27,7 @@ const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> 
   RunHandler
 ]).pipe(
   Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer]),
-  Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer])
+  Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer])
 )
 
 const AutomationTriggers = AutomationTriggersLayer.pipe(Layer.provide(TriggerIndex.layer))

@@ -119,7 +119,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
   const deals = yield* Deals
   const http = yield* OutboundHttp
   const config = yield* AppConfig
-  const templates = yield* Effect.serviceOption(TemplateSending)
+  const templates = yield* TemplateSending
 
   const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -316,15 +316,14 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
       case "send-template":
         return Effect.gen(function*() {
           const data = (yield* decode(spec.data, node.data)) as TemplateData
-          if (Option.isNone(templates)) return yield* permanent("Template sending is not available on this server.")
           const thread = yield* threadFor(input, data, undefined)
-          const template = yield* sendRefusals(templates.value.approved(companyId, {
+          const template = yield* sendRefusals(templates.approved(companyId, {
             templateId: data.template_id,
             channelId: thread.channel_id,
             language: data.language
           }))
           const key = keyOf(input, node.id)
-          const message = yield* sendRefusals(templates.value.deliver({
+          const message = yield* sendRefusals(templates.deliver({
             thread,
             userId: actor.userId,
             template,

@@ -6,7 +6,7 @@ import { dealSetup } from "../deals/support.ts"
 import { tone } from "../media/support.ts"
 import { createChannel, inbound } from "../messages/support.ts"
 import { payloadsOf, query } from "../support/Sql.ts"
-import { createCompany, type RunningServer, startServer, upload } from "../support/TestServer.ts"
+import { createCompany, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
 import { actionNode, activeAutomation, chain, edge, finishedRuns, last, ok, outboundTexts, runsOf, sleep, trigger, triggerNode, waitFor } from "./support.ts"
 
 let server: RunningServer
@@ -313,5 +313,20 @@ describe("automation runs", () => {
     const other = await inbound(server, company.token, channelId, { from: { external_id: "someone-else", name: "S" }, text: "m" })
     assert.isNumber(other.message_id)
     await finishedRuns(server, company.token, automation.id, 13)
+  })
+
+  it("never starts on another company's events, and another company cannot read its runs", async () => {
+    const owner = await createCompany(server)
+    const other = await createCompany(server)
+    const ownChannel = await createChannel(server, owner.token, "msgr_b")
+    const otherChannel = await createChannel(server, other.token, "msgr_b")
+    const automation = await activeAutomation(server, owner.token, chain([actionNode("n", "notify-user", { user_id: owner.admin.id, message: "x" })]), [trigger("message.created")])
+    await inbound(server, other.token, otherChannel, { from: { external_id: "o-1", name: "O" }, text: "hello" })
+    await inbound(server, owner.token, ownChannel, { from: { external_id: "w-1", name: "W" }, text: "hello" })
+    const [run] = await finishedRuns(server, owner.token, automation.id)
+    await sleep(300)
+    assert.strictEqual((await runsOf(server, owner.token, automation.id)).length, 1)
+    const res = await request(server, "GET", `/v1/automations/${automation.id}/runs/${run.id}`, { token: other.token })
+    assert.strictEqual(res.status, 404)
   })
 })
