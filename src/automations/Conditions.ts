@@ -61,41 +61,61 @@ export const holds = (c: Condition, facts: Facts, byPath = false): Effect.Effect
   }
 }
 
-const syncHolds = (c: Condition, text: string | null, messageType: string | null): boolean | undefined => {
-  const value = c.value === undefined || c.value === null ? "" : String(c.value)
-  switch (c.type) {
-    case "text_contains":
-      return text !== null && text.toLowerCase().includes(value.toLowerCase())
-    case "text_equals":
-      return text !== null && norm(text) === norm(value)
-    case "text_matches":
-      return text !== null && regexOf(value).test(text.slice(0, matchLimit))
-    case "message_type":
-      return messageType !== null && norm(messageType) === norm(value)
-    default:
-      return undefined
-  }
+/** Text and type of one event, lowered once for every trigger that reads them. */
+export interface EventText {
+  readonly text: string | null
+  readonly lower: string | null
+  readonly trimmed: string | null
+  readonly messageType: string | null
 }
 
+export const eventText = (text: string | null, messageType: string | null): EventText => ({
+  text,
+  lower: text === null ? null : text.toLowerCase(),
+  trimmed: text === null ? null : norm(text),
+  messageType: messageType === null ? null : norm(messageType)
+})
+
 /**
- * The verdict of a trigger's conditions from the event alone (text, message type), or undefined when a
- * condition needs a fact that is read from the database: the hot path of evaluation allocates no effect.
+ * A trigger's conditions compiled once (needles lowered, patterns built) into their verdict from the
+ * event alone, or undefined when a condition needs a fact read from the database: the hot path of
+ * evaluation allocates no effect.
  */
-export const quickVerdict = (
-  conditions: ReadonlyArray<Condition> | undefined,
-  joiner: "and" | "or" | undefined,
-  text: string | null,
-  messageType: string | null
-): boolean | undefined => {
-  if (conditions === undefined || conditions.length === 0) return true
+export const compileVerdict = (conditions: ReadonlyArray<Condition> | undefined, joiner: "and" | "or" | undefined) => {
+  if (conditions === undefined || conditions.length === 0) return (_: EventText): boolean | undefined => true
   const any = joiner === "or"
-  let open = false
-  for (const c of conditions) {
-    const v = syncHolds(c, text, messageType)
-    if (v === undefined) open = true
-    else if (v === any) return any
+  const tests = conditions.map((c): (e: EventText) => boolean | undefined => {
+    const value = c.value === undefined || c.value === null ? "" : String(c.value)
+    switch (c.type) {
+      case "text_contains": {
+        const needle = value.toLowerCase()
+        return (e) => e.lower !== null && e.lower.includes(needle)
+      }
+      case "text_equals": {
+        const wanted = norm(value)
+        return (e) => e.trimmed !== null && e.trimmed === wanted
+      }
+      case "text_matches": {
+        const re = regexOf(value)
+        return (e) => e.text !== null && re.test(e.text.slice(0, matchLimit))
+      }
+      case "message_type": {
+        const wanted = norm(value)
+        return (e) => e.messageType !== null && e.messageType === wanted
+      }
+      default:
+        return () => undefined
+    }
+  })
+  return (e: EventText): boolean | undefined => {
+    let open = false
+    for (const test of tests) {
+      const v = test(e)
+      if (v === undefined) open = true
+      else if (v === any) return any
+    }
+    return open ? undefined : !any
   }
-  return open ? undefined : !any
 }
 
 /** `and` stops at the first false condition, `or` at the first true one; no conditions hold. */

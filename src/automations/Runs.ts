@@ -18,6 +18,9 @@ export const runsPerContactPerHour = 10
  */
 export const RunJob = jobKind("automation.run", {
   payload: Schema.Struct({ runId: Schema.String, segment: Schema.Int }),
+  // Bounded so that a burst of runs queues in the table instead of taking every pooled connection
+  // from the requests that feed it.
+  concurrency: 16,
   lease: "60 seconds",
   maxAttempts: 5,
   retryDelay: () => "2 seconds"

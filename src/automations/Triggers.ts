@@ -2,7 +2,7 @@ import { Context, Effect, Layer, Predicate, PubSub } from "effect"
 import { CompanyId } from "../auth/Domain.ts"
 import type { EventEnvelope } from "../events/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { evaluate, type Facts, quickVerdict } from "./Conditions.ts"
+import { compileVerdict, evaluate, eventText, type EventText, type Facts } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import { type Trigger, TriggerEvents } from "./Domain.ts"
 import { AutomationsRepo } from "./Repo.ts"
@@ -12,6 +12,7 @@ interface Compiled {
   readonly automationId: string
   readonly versionId: string
   readonly trigger: Trigger
+  readonly verdict: (e: EventText) => boolean | undefined
 }
 
 type CompanyIndex = ReadonlyMap<string, ReadonlyArray<Compiled>>
@@ -111,7 +112,12 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
         for (const row of rows) {
           for (const trigger of row.triggers) {
             const list = index.get(trigger.event) ?? []
-            list.push({ automationId: row.automation_id, versionId: row.version_id, trigger })
+            list.push({
+              automationId: row.automation_id,
+              versionId: row.version_id,
+              trigger,
+              verdict: compileVerdict(trigger.conditions, trigger.conditionsJoiner)
+            })
             index.set(trigger.event, list)
           }
         }
@@ -176,14 +182,13 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
         if (context === null) return nothing
         const channelId: number | null = context.channel_id ?? null
         const types = channelTypes.get(Number(event.company_id))
-        const text: string | null = context.text ?? null
-        const messageType: string | null = context.message_type ?? null
+        const text = eventText(context.text ?? null, context.message_type ?? null)
         const matched: Array<Compiled> = []
         const undecided: Array<Compiled> = []
         for (const c of candidates) {
           const t = c.trigger
           if (channelId !== null && t.channels !== undefined && t.channels.length > 0 && !t.channels.includes(channelId)) continue
-          const verdict = quickVerdict(t.conditions, t.conditionsJoiner, text, messageType)
+          const verdict = c.verdict(text)
           if (verdict === false) continue
           if (channelId !== null && t.channelType !== undefined && t.channelType !== null) {
             const type = types?.get(channelId)

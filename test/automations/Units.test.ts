@@ -1,8 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { quickVerdict } from "../../src/automations/Conditions.ts"
+import { compileVerdict, eventText } from "../../src/automations/Conditions.ts"
 import { wakeAt } from "../../src/automations/Executor.ts"
 import { unsafeRegex } from "../../src/automations/Graph.ts"
 import { redact } from "../../src/automations/Pii.ts"
+
+const quickVerdict = (conditions: Parameters<typeof compileVerdict>[0], joiner: "and" | "or", text: string | null, messageType: string | null) =>
+  compileVerdict(conditions, joiner)(eventText(text, messageType))
 
 describe("automation rules", () => {
   it("wakes after a duration, or at the next HH:MM in a timezone", () => {
