@@ -20,6 +20,8 @@ import _0030_segments from "./0030_segments.ts"
 import _0031_segment_statistics from "./0031_segment_statistics.ts"
 import _0060_exports from "./0060_exports.ts"
 import _0070_templates from "./0070_templates.ts"
+import _0090_automations from "./0090_automations.ts"
+import _0091_conversation_assignment from "./0091_conversation_assignment.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -44,5 +46,7 @@ export const migrations = {
   "0030_segments": _0030_segments,
   "0031_segment_statistics": _0031_segment_statistics,
   "0060_exports": _0060_exports,
-  "0070_templates": _0070_templates
+  "0070_templates": _0070_templates,
+  "0090_automations": _0090_automations,
+  "0091_conversation_assignment": _0091_conversation_assignment
 }

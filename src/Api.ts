@@ -25,6 +25,7 @@ import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
 import { TeamsApi } from "./teams/Api.ts"
 import { UserPhotosApi } from "./users/Api.ts"
 import { TemplatesApi } from "./templates/Api.ts"
+import { AutomationsApi } from "./automations/Api.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
@@ -57,6 +58,7 @@ export class Api extends HttpApi.make("crm")
   .add(IntegrationsApi)
   .add(ExportsApi, ExportFilesApi)
   .add(TemplatesApi)
+  .add(AutomationsApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

@@ -27,6 +27,10 @@ import { SqlLayer } from "./platform/Sql.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
 import { Pbx } from "./telephony/Pbx.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
+import { AutomationEntities } from "../cluster/AutomationHandlers.ts"
+import { AutomationStarterLayer } from "../cluster/AutomationStarterLayer.ts"
+import { Runs } from "./automations/Runs.ts"
+import { AutomationsRepo } from "./automations/Repo.ts"
 
 
 /** The database, after migrations have run. */
@@ -46,9 +50,16 @@ const Server = Layer.unwrap(Effect.gen(function*() {
   )
 }))
 
+/** Automation entities (they start runs) and the port the trigger consumer starts runs through. */
+const AutomationCluster = Layer.mergeAll(
+  AutomationEntities.pipe(Layer.provide(Runs.layer.pipe(Layer.provide(AutomationsRepo.layer)))),
+  AutomationStarterLayer
+)
+
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(BackgroundLayer),
+    Layer.provideMerge(AutomationCluster),
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),

@@ -8,14 +8,32 @@ import { DispatcherLayer } from "./realtime/Dispatcher.ts"
 import { StickerImportHandler } from "./stickers/Imports.ts"
 import { StickersRepo } from "./stickers/Repo.ts"
 import { Stickers } from "./stickers/Stickers.ts"
+import { RunHandler } from "./automations/Executor.ts"
+import { AutomationTriggersLayer, TriggerIndex } from "./automations/Triggers.ts"
+import { AutomationsRepo } from "./automations/Repo.ts"
+import { AutomationContextRepo } from "./automations/ContextRepo.ts"
+import { Outbound } from "./messages/Outbound.ts"
+import { Media } from "./media/Media.ts"
+import { Contacts } from "./contacts/Contacts.ts"
+import { Deals } from "./deals/Deals.ts"
+import { OutboundHttp } from "./platform/OutboundHttp.ts"
+import { TemplateSending } from "./templates/Sending.ts"
 
 /** Every job kind this process runs; a new kind adds its handler here. */
-const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> | ExportJobServices>([StickerImportHandler, ExportHandler, ExportExpiryHandler]).pipe(
-  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer])
+const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> | ExportJobServices | Effect.Services<typeof RunHandler.make>>([
+  StickerImportHandler,
+  ExportHandler,
+  ExportExpiryHandler,
+  RunHandler
+]).pipe(
+  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer]),
+  Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer])
 )
+
+const AutomationTriggers = AutomationTriggersLayer.pipe(Layer.provide(TriggerIndex.layer))
 
 /**
  * Every worker and consumer of committed events, in one place. Built before the HTTP server
  * listens, so the consumers subscribe before the first request can commit an event.
  */
-export const BackgroundLayer = Layer.mergeAll(DispatcherLayer, JobRunner, WebhookDeliveryLayer, RemindersLayer)
+export const BackgroundLayer = Layer.mergeAll(DispatcherLayer, JobRunner, WebhookDeliveryLayer, RemindersLayer, AutomationTriggers)

@@ -32,6 +32,7 @@ import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
 import { TemplatesHttp } from "./templates/Http.ts"
+import { AutomationsHttp } from "./automations/Http.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -81,7 +82,8 @@ const Handlers = Layer.mergeAll(
   SegmentsHttp,
   ExportsHttp,
   ExportFilesHttp,
-  TemplatesHttp
+  TemplatesHttp,
+  AutomationsHttp
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )

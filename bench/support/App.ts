@@ -117,6 +117,8 @@ export const startInProcess = async (url: string, label: string, overrides: Part
       Effect.runPromise(
         Effect.provideContext(Tokens.use((t) => t.createServiceToken(companyId, { name: "bench", description: label })), context)
       ).then((t) => t.plaintext),
+    /** Runs an effect inside the app (its database, services): for benches that time a service directly. */
+    runInApp: <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(Effect.provideContext(effect, context) as Effect.Effect<A, E>),
     close: () => Effect.runPromise(Scope.close(scope, Exit.void))
   }
 }

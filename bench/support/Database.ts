@@ -10,11 +10,11 @@ export const pgLayer = (url: string, maxConnections: number) => PgClient.layer({
 export const runOn = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient | PgClient.PgClient>) =>
   Effect.runPromise(effect.pipe(Effect.provide(pgLayer(url, 1))) as Effect.Effect<A, E>)
 
-/** One statement on one connection to `url`, e.g. CREATE DATABASE (which cannot run in a transaction). */
-export const runSql = <Row extends object = object>(url: string, statement: string) =>
+/** One statement (with `$n` parameters) on one connection to `url`, e.g. CREATE DATABASE (which cannot run in a transaction). */
+export const runSql = <Row extends object = object>(url: string, statement: string, params: ReadonlyArray<unknown> = []) =>
   runOn(url, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    return yield* sql.unsafe<Row>(statement)
+    return yield* sql.unsafe<Row>(statement, params as Array<unknown>)
   }))
 
 export interface BenchDatabase {

@@ -355,9 +355,13 @@ export class Contacts extends Context.Service<Contacts, {
         return yield* transact(Effect.gen(function*() {
           if (Option.isNone(yield* repo.exists(company.id, id, true))) return yield* contactNotFound()
           if (Object.keys(errors).length > 0) return yield* invalid(errors)
+          const before = new Set((yield* load(company.id, id)).tags.map((t) => t.id))
           yield* repo.replaceTags(company.id, id, tagIds)
           const contact = yield* load(company.id, id)
           yield* events.emit(company.id, "contact.updated", { contact, contact_id: id, changes: ["tags"] })
+          for (const tagId of tagIds) {
+            if (!before.has(tagId)) yield* events.emit(company.id, "tag.added", { contact_id: id, tag_id: tagId })
+          }
           return contact
         }))
       })

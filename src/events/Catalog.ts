@@ -121,5 +121,12 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("template.archived", "Template archived", "templates", "template", "A template was archived."),
   entry("template.unarchived", "Template unarchived", "templates", "template", "An archived template was restored."),
   entry("template.channel_added", "Template channel added", "templates", "template", "A channel was assigned to a template."),
-  entry("template.language_added", "Template language added", "templates", "template", "A language version was added to a template.")
+  entry("template.language_added", "Template language added", "templates", "template", "A language version was added to a template."),
+  entry("tag.added", "Tag added", "contacts", "contact", "A tag was added to a contact (`contact_id`, `tag_id`)."),
+  entry("automation.created", "Automation created", "automations", "automation", "An automation was created."),
+  entry("automation.updated", "Automation updated", "automations", "automation", "An automation's metadata, status or graph changed."),
+  entry("automation.deleted", "Automation deleted", "automations", "automation", "An automation was deleted."),
+  entry("automation.run.finished", "Automation run finished", "automations", "automation_run", "A run ended (`status` succeeded or failed, `error`, `duration_ms`)."),
+  entry("conversation.assigned", "Conversation assigned", "messaging", "conversation", "A conversation was assigned to a member (also sent to their private-user channel) or a team."),
+  entry("automation.notification", "Automation notification", "automations", "automation_run", "A notify-user step (sent to the user's private-user channel).")
 ]

@@ -21,11 +21,15 @@ export interface OutboundRequest {
   readonly timeoutMs: number
   /** Loopback and private targets allowed (tests, closed networks). */
   readonly allowPrivate: boolean
+  /** Keep up to this many bytes of the answer's body (automation steps read it); default none. */
+  readonly keepBodyBytes?: number
 }
 
 export interface OutboundResponse {
   readonly status: number
   readonly durationMs: number
+  /** The first `keepBodyBytes` of the body, as UTF-8, when asked for. */
+  readonly body?: string
 }
 
 // Everything a request from the server must not reach: loopback, "this network", private (RFC 1918, ULA),
@@ -135,6 +139,9 @@ export class OutboundHttp extends Context.Service<OutboundHttp, {
           return yield* new OutboundError({ reason: "refused", message: refusal(host, host) })
         }
         const started = yield* Clock.currentTimeMillis
+        const keep = req.keepBodyBytes ?? 0
+        const kept: Array<Buffer> = []
+        let keptBytes = 0
         const status = yield* Effect.callback<number, OutboundError>((resume) => {
           const pool = req.allowPrivate ? agents.open : agents.guarded
           const client = url.protocol === "https:" ? https : http
@@ -145,6 +152,11 @@ export class OutboundHttp extends Context.Service<OutboundHttp, {
           }, (response) => {
             let read = 0
             response.on("data", (chunk: Buffer) => {
+              if (keptBytes < keep) {
+                const part = chunk.subarray(0, keep - keptBytes)
+                kept.push(part)
+                keptBytes += part.length
+              }
               read += chunk.length
               if (read > maxBodyBytes) {
                 response.destroy()
@@ -167,7 +179,9 @@ export class OutboundHttp extends Context.Service<OutboundHttp, {
           })
         )
         const ended = yield* Clock.currentTimeMillis
-        return { status, durationMs: ended - started }
+        return keep > 0
+          ? { status, durationMs: ended - started, body: Buffer.concat(kept).toString("utf8") }
+          : { status, durationMs: ended - started }
       })
   })
 

@@ -1,0 +1,180 @@
+/**
+ * Automations under inbound load: 50 active automations in one company; every inbound message matches
+ * exactly two of them, each a 3-step graph (condition → add-tag → send-message to the sandbox). Inbound
+ * messages arrive through the sandbox inbound route at a rising rate (open loop); per stage it reports
+ * the inbound rate achieved and the latency from sending the inbound request to the finish of the last
+ * step of both runs (p50 / p99), after the backlog drained.
+ *
+ * Then the trigger evaluation alone (`TriggerIndex.match`, in process, warmed): an inbound message that
+ * matches none of the 50 (50 text conditions evaluated), an event key no automation listens to, and a
+ * message that matches two (includes reading the sender's contact id, one SQL query).
+ *
+ * Goals: ≥ 300 inbound/s with p99 ≤ 250 ms to the last step; a non-matching event ≤ 50 µs.
+ *
+ *   DATABASE_URL=postgres://… npx tsx bench/automations.ts       a fresh database on that server, dropped at the end
+ *   BENCH_AUTOMATION_RATES=50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
+ */
+import { Effect } from "effect"
+import { TriggerIndex } from "../src/automations/Triggers.ts"
+import { runMigrations } from "../src/platform/Migrations.ts"
+import { startInProcess } from "./support/App.ts"
+import { benchDatabase, runOn, runSql } from "./support/Database.ts"
+import { runBench, sleep } from "./support/Processes.ts"
+import { fmtMs, machine, summary } from "./support/Report.ts"
+
+const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "50,100,200,300,400").split(",").map(Number)
+const STAGE_S = Number(process.env.BENCH_AUTOMATION_STAGE_S ?? 4)
+const SENDERS = Number(process.env.BENCH_AUTOMATION_SENDERS ?? 500)
+const AUTOMATIONS = 50
+
+process.env.LOG_LEVEL ??= "warn"
+if (!process.env.DATABASE_URL) {
+  console.log("bench/automations needs PostgreSQL: set DATABASE_URL. Skipped.")
+  process.exit(0)
+}
+const serverUrl = process.env.DATABASE_URL
+
+const query = runSql
+
+const keyword = (i: number) => `#k${String(i).padStart(2, "0")}#`
+
+const main = async () => {
+  const { name, url, drop } = await benchDatabase(serverUrl, "crm_bench_automations")
+  console.log(`bench/automations — ${machine()}, Node ${process.version}, database ${name}`)
+  await runOn(url, runMigrations)
+  const app = await startInProcess(url, "bench/automations", { webhookAllowPrivate: true })
+  try {
+    const [company] = await query<{ id: number }>(url, "INSERT INTO companies (name, plan) VALUES ('bench automations', 'business') RETURNING id::int AS id")
+    const [user] = await query<{ id: number }>(url, "INSERT INTO users (email, name) VALUES ($1, 'Bench') RETURNING id::int AS id", [`bench-auto-${Date.now()}@example.test`])
+    await query(url, "INSERT INTO memberships (company_id, user_id, role) VALUES ($1, $2, 'admin')", [company.id, user.id])
+    const token = await app.token(company.id)
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(app.base + path, {
+        method,
+        headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      })
+      const json = await res.json().catch(() => undefined) as any
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`)
+      return json?.data
+    }
+    const channel = await call("POST", "/v1/channels", { type: "msgr_b", provider: "sandbox", name: "bench" })
+    const tag = await call("POST", "/v1/tags", { name: "bench" })
+    for (let i = 0; i < AUTOMATIONS; i++) {
+      const a = await call("POST", "/v1/automations", { name: `A${i}`, status: "draft" })
+      await call("PATCH", `/v1/automations/${a.id}/builder`, {
+        nodes: [
+          { id: "t", type: "trigger", position: { x: 0, y: 0 } },
+          { id: "c", type: "action", actionId: "condition", data: { conditions: [{ type: "text_contains", value: "order" }], conditionsJoiner: "and" } },
+          { id: "tag", type: "action", actionId: "add-tag", data: { tag_id: tag.id } },
+          { id: "send", type: "action", actionId: "send-message", data: { text: `Thanks from A${i}` } }
+        ],
+        edges: [
+          { id: "e1", source: "t", target: "c" },
+          { id: "e2", source: "c", target: "tag", sourceHandle: "true" },
+          { id: "e3", source: "tag", target: "send" }
+        ],
+        triggers: [{ id: "tr", event: "message.created", channelType: "msgr_b", conditionsJoiner: "and", conditions: [{ type: "text_contains", value: keyword(i) }] }]
+      })
+      await call("PATCH", `/v1/automations/${a.id}`, { status: "active" })
+    }
+    let sent = 0
+    const inbound = (text: string) => {
+      const sender = sent++ % SENDERS
+      return call("POST", `/v1/channels/${channel.id}/sandbox/inbound`, { from: { external_id: `s-${sender}`, name: `S${sender}` }, text })
+    }
+    const textFor = (n: number) => `please ${keyword(n % AUTOMATIONS)} ${keyword((n + 1) % AUTOMATIONS)} order`
+
+    // Checked before timing: one inbound starts exactly its two runs, each with three succeeded steps.
+    const probe = await inbound(textFor(0))
+    const deadline = Date.now() + 20_000
+    let steps: ReadonlyArray<{ n: number }> = []
+    while (Date.now() < deadline) {
+      steps = await query<{ n: number }>(url, `
+        SELECT count(*)::int AS n FROM automation_run_steps s JOIN automation_runs r ON r.id = s.run_id
+        WHERE r.company_id = $1 AND (r.context->>'message_id')::bigint = $2 AND s.status = 'succeeded'`, [company.id, probe.message_id])
+      if (steps[0].n >= 6) break
+      await sleep(50)
+    }
+    if (steps[0].n !== 6) throw new Error(`check failed: ${steps[0].n} steps for the probe message`)
+
+    console.log(`  ${AUTOMATIONS} active automations; each inbound matches 2 (condition → add-tag → send-message); ${SENDERS} senders`)
+    console.log(`  ${"offered/s".padStart(9)} ${"achieved/s".padStart(10)} ${"msgs".padStart(6)} ${"done".padStart(6)} ${"in p99".padStart(7)} ${"last p50".padStart(8)} ${"last p99".padStart(8)} ${"max".padStart(8)}  (ms)`)
+    let sustained = 0
+    for (const rate of RATES) {
+      const total = rate * STAGE_S
+      const sentAt = new Map<number, number>()
+      const inboundMs: Array<number> = []
+      const started = performance.now()
+      const pending: Array<Promise<void>> = []
+      for (let i = 0; i < total; i++) {
+        const due = started + (i * 1000) / rate
+        const wait = due - performance.now()
+        if (wait > 1) await sleep(wait)
+        const t0 = Date.now()
+        const p0 = performance.now()
+        pending.push(inbound(textFor(sent)).then((r) => {
+          sentAt.set(Number(r.message_id), t0)
+          inboundMs.push(performance.now() - p0)
+        }))
+      }
+      await Promise.all(pending)
+      const achieved = total / ((performance.now() - started) / 1000)
+      const ids = [...sentAt.keys()]
+      let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date }> = []
+      const drainUntil = Date.now() + 60_000
+      while (Date.now() < drainUntil) {
+        rows = await query(url, `
+          SELECT (r.context->>'message_id')::bigint::int AS message_id, count(*)::int AS steps, max(s.finished_at) AS last
+          FROM automation_runs r JOIN automation_run_steps s ON s.run_id = r.id AND s.company_id = r.company_id
+          WHERE r.company_id = $1 AND (r.context->>'message_id')::bigint = ANY($2::bigint[])
+          GROUP BY 1`, [company.id, ids])
+        if (rows.filter((r) => r.steps >= 6).length === ids.length) break
+        await sleep(200)
+      }
+      const done = rows.filter((r) => r.steps >= 6)
+      const latencies = done.map((r) => new Date(r.last).getTime() - sentAt.get(Number(r.message_id))!)
+      const last = summary(latencies)
+      const inS = summary(inboundMs)
+      console.log(`  ${String(rate).padStart(9)} ${achieved.toFixed(0).padStart(10)} ${String(total).padStart(6)} ${String(done.length).padStart(6)} ${fmtMs(inS.p99)} ${fmtMs(last.p50).padStart(8)} ${fmtMs(last.p99).padStart(8)} ${fmtMs(last.max).padStart(8)}`)
+      if (done.length === total && last.p99 <= 250 && achieved >= rate * 0.95) sustained = rate
+      if (done.length < total || last.p99 > 5_000) break
+      await sleep(1_000)
+    }
+    console.log(`  sustained (all runs done, p99 to last step ≤ 250 ms): ${sustained} inbound/s`)
+
+    const [account] = await query<{ id: number }>(url, "SELECT id::int AS id FROM contact_accounts WHERE company_id = $1 LIMIT 1", [company.id])
+    const envelope = (event: string, data: unknown) => ({ seq: 1, event, company_id: company.id, occurred_at: new Date().toISOString(), data })
+    const message = (text: string) => envelope("message.created", {
+      message: { id: 1, direction: "inbound", message_content: text, message_type: "text", contact_account_id: account.id },
+      conversation_id: 1,
+      thread_id: 1,
+      channel_id: channel.id
+    })
+    const timing = await app.runInApp(Effect.gen(function*() {
+      const index = yield* TriggerIndex
+      const time = Effect.fnUntraced(function*(event: ReturnType<typeof envelope>, n: number, expect: number) {
+        const got = yield* index.match(event)
+        if (got.length !== expect) return yield* Effect.die(`expected ${expect} matches, got ${got.length}`)
+        for (let i = 0; i < Math.min(n, 1000); i++) yield* index.match(event)
+        const t = performance.now()
+        for (let i = 0; i < n; i++) yield* index.match(event)
+        return ((performance.now() - t) * 1000) / n
+      })
+      return {
+        none: yield* time(message("hello there, nothing to see"), 20_000, 0),
+        unlistened: yield* time(envelope("contact.updated", { contact_id: 1 }), 100_000, 0),
+        two: yield* time(message(textFor(3)), 2_000, 2)
+      }
+    }).pipe(Effect.provide(TriggerIndex.layer)))
+    console.log("  trigger evaluation per event (TriggerIndex.match, in process):")
+    console.log(`    message.created matching none of 50 (50 conditions)   ${timing.none.toFixed(2).padStart(8)} µs`)
+    console.log(`    an event key no automation listens to               ${timing.unlistened.toFixed(2).padStart(8)} µs`)
+    console.log(`    message.created matching 2 (+ contact id query)      ${timing.two.toFixed(2).padStart(8)} µs`)
+  } finally {
+    await app.close()
+    await drop()
+  }
+}
+
+runBench(main)

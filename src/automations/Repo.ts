@@ -1,0 +1,357 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { CompanyId } from "../auth/Domain.ts"
+import type { Automation, AutomationStatus, Edge, Node, Run, RunStatus, Step, StoredGraph, Trigger } from "./Domain.ts"
+
+interface AutomationRow {
+  readonly id: string
+  readonly company_id: number
+  readonly name: string
+  readonly description: string | null
+  readonly status: AutomationStatus
+  readonly health: "ok" | "degraded" | "failing"
+  readonly active_version_id: string | null
+  readonly latest_version_id: string | null
+  readonly template_id: string | null
+  readonly executions_count: number
+  readonly last_run_at: Date | null
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly created_by: number | null
+  readonly updated_by: number | null
+}
+
+const iso = (d: Date | null) => (d === null ? null : d.toISOString())
+
+const toAutomation = (r: AutomationRow): Automation => ({
+  id: r.id,
+  companyId: Number(r.company_id),
+  name: r.name,
+  description: r.description,
+  status: r.status,
+  healthStatus: r.health,
+  activeVersionId: r.active_version_id,
+  latestVersionId: r.latest_version_id,
+  templateId: r.template_id,
+  executionsCount: r.executions_count,
+  lastRunAt: iso(r.last_run_at),
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+  createdBy: r.created_by === null ? null : Number(r.created_by),
+  updatedBy: r.updated_by === null ? null : Number(r.updated_by)
+})
+
+interface RunRow {
+  readonly id: string
+  readonly automation_id: string
+  readonly version_id: string
+  readonly status: RunStatus
+  readonly trigger_event: string
+  readonly trigger_payload: unknown
+  readonly started_at: Date
+  readonly finished_at: Date | null
+  readonly total_cost_usd: string | number
+  readonly total_tokens: number
+  readonly error: string | null
+}
+
+const toRun = (r: RunRow): Run => ({
+  id: r.id,
+  automation_id: r.automation_id,
+  version_id: r.version_id,
+  status: r.status,
+  trigger_event: r.trigger_event,
+  trigger_payload: r.trigger_payload,
+  started_at: r.started_at.toISOString(),
+  finished_at: iso(r.finished_at),
+  duration_ms: r.finished_at === null ? null : r.finished_at.getTime() - r.started_at.getTime(),
+  pii_redacted: true,
+  total_cost_usd: Number(r.total_cost_usd),
+  total_tokens: r.total_tokens,
+  error: r.error
+})
+
+interface StepRow {
+  readonly id: number
+  readonly node_id: string
+  readonly action_id: string
+  readonly status: Step["status"]
+  readonly attempt: number
+  readonly started_at: Date
+  readonly finished_at: Date
+  readonly output: unknown
+  readonly error: string | null
+}
+
+const toStep = (r: StepRow): Step => ({
+  id: Number(r.id),
+  node_id: r.node_id,
+  action_id: r.action_id,
+  status: r.status,
+  attempt: r.attempt,
+  started_at: r.started_at.toISOString(),
+  finished_at: r.finished_at.toISOString(),
+  duration_ms: r.finished_at.getTime() - r.started_at.getTime(),
+  output: r.output,
+  error: r.error
+})
+
+export interface VersionRow {
+  readonly id: string
+  readonly automation_id: string
+  readonly number: number
+  readonly nodes: ReadonlyArray<Node>
+  readonly edges: ReadonlyArray<Edge>
+  readonly triggers: ReadonlyArray<Trigger>
+  readonly created_at: Date
+}
+
+/** An active automation's published triggers: what the in-memory index of a company is built from. */
+export interface PublishedRow {
+  readonly automation_id: string
+  readonly version_id: string
+  readonly triggers: ReadonlyArray<Trigger>
+}
+
+/** What the executor reads of a run. */
+export interface RunState {
+  readonly id: string
+  readonly company_id: number
+  readonly automation_id: string
+  readonly version_id: string
+  readonly status: RunStatus
+  readonly context: Record<string, any>
+  readonly state: { readonly pending: ReadonlyArray<string>; readonly visits: Record<string, number>; readonly outputs: Record<string, unknown> }
+  readonly started_at: Date
+  readonly created_by: number | null
+  readonly nodes: ReadonlyArray<Node>
+  readonly edges: ReadonlyArray<Edge>
+}
+
+export interface NewRun {
+  readonly id: string
+  readonly automationId: string
+  readonly versionId: string
+  readonly contactId: number | null
+  readonly event: string
+  readonly eventId: number | null
+  readonly status: RunStatus
+  readonly triggerPayload: unknown
+  readonly context: unknown
+  readonly state: unknown
+  readonly error: string | null
+  readonly at: Date
+}
+
+export interface NewStep {
+  readonly runId: string
+  readonly nodeId: string
+  readonly visit: number
+  readonly actionId: string
+  readonly status: Step["status"]
+  readonly attempt: number
+  readonly output: unknown
+  readonly error: string | null
+  readonly startedAt: Date
+  readonly finishedAt: Date
+}
+
+const json = (v: unknown) => JSON.stringify(v ?? null)
+
+/** Automations, versions, runs and steps of one company; every statement carries the company id. */
+export class AutomationsRepo extends Context.Service<AutomationsRepo, {
+  list(companyId: CompanyId, now: Date): Effect.Effect<ReadonlyArray<Automation>>
+  find(companyId: CompanyId, id: string, now: Date): Effect.Effect<Option.Option<Automation>>
+  insert(companyId: CompanyId, input: { id: string; name: string; description: string | null; status: AutomationStatus; userId: number }): Effect.Effect<void>
+  update(companyId: CompanyId, id: string, patch: { name?: string; description?: string | null; status?: AutomationStatus }, userId: number): Effect.Effect<boolean>
+  delete(companyId: CompanyId, id: string): Effect.Effect<boolean>
+  insertVersion(companyId: CompanyId, automationId: string, id: string, graph: StoredGraph, userId: number): Effect.Effect<void>
+  latestVersion(companyId: CompanyId, automationId: string): Effect.Effect<Option.Option<VersionRow>>
+  versions(companyId: CompanyId): Effect.Effect<ReadonlyArray<VersionRow>>
+  published(companyId: CompanyId): Effect.Effect<ReadonlyArray<PublishedRow>>
+  runs(companyId: CompanyId, automationId: string | null, page: number, perPage: number): Effect.Effect<{ items: ReadonlyArray<Run>; total: number }>
+  run(companyId: CompanyId, automationId: string, runId: string): Effect.Effect<Option.Option<Run & { steps: ReadonlyArray<Step> }>>
+  recentRuns(companyId: CompanyId, automationId: string, contactId: number, since: Date): Effect.Effect<number>
+  /** false when the event already started a run of this automation (another runner saw it too). */
+  insertRun(companyId: CompanyId, run: NewRun): Effect.Effect<boolean>
+  loadRun(companyId: CompanyId, runId: string): Effect.Effect<Option.Option<RunState>>
+  step(companyId: CompanyId, runId: string, nodeId: string, visit: number): Effect.Effect<Option.Option<{ status: Step["status"]; output: unknown; error: string | null }>>
+  insertStep(companyId: CompanyId, step: NewStep): Effect.Effect<void>
+  saveState(companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
+  /** The step row and the run's state after it, in one statement. */
+  recordStep(companyId: CompanyId, step: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
+  finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Effect.Effect<void>
+}>()("crm/automations/AutomationsRepo") {
+  static readonly layer = Layer.effect(
+    AutomationsRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const select = (companyId: CompanyId, now: Date) => sql`
+        SELECT a.*,
+          CASE
+            WHEN (SELECT count(*) FILTER (WHERE x.status = 'failed') FROM (
+              SELECT r.status FROM automation_runs r
+              WHERE r.company_id = ${companyId} AND r.automation_id = a.id AND r.status IN ('succeeded', 'failed')
+              ORDER BY r.started_at DESC LIMIT 5) x) = 5 THEN 'failing'
+            WHEN EXISTS (SELECT 1 FROM automation_runs r WHERE r.company_id = ${companyId} AND r.automation_id = a.id
+              AND r.status = 'failed' AND r.finished_at > ${new Date(now.getTime() - 24 * 3600_000)}) THEN 'degraded'
+            ELSE 'ok' END AS health
+        FROM automations a WHERE a.company_id = ${companyId}`
+
+      const list = (companyId: CompanyId, now: Date) =>
+        sql<AutomationRow>`${select(companyId, now)} ORDER BY a.created_at DESC, a.id`.pipe(Effect.map((rows) => rows.map(toAutomation)), Effect.orDie)
+
+      const find = (companyId: CompanyId, id: string, now: Date) =>
+        sql<AutomationRow>`${select(companyId, now)} AND a.id = ${id}`.pipe(
+          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), toAutomation)),
+          Effect.orDie
+        )
+
+      const insert = (companyId: CompanyId, input: { id: string; name: string; description: string | null; status: AutomationStatus; userId: number }) =>
+        sql`
+          INSERT INTO automations (id, company_id, name, description, status, created_by, updated_by)
+          VALUES (${input.id}, ${companyId}, ${input.name}, ${input.description}, ${input.status}, ${input.userId}, ${input.userId})`.pipe(Effect.asVoid, Effect.orDie)
+
+      const update = (companyId: CompanyId, id: string, patch: { name?: string; description?: string | null; status?: AutomationStatus }, userId: number) =>
+        sql<{ id: string }>`
+          UPDATE automations SET
+            name = COALESCE(${patch.name ?? null}, name),
+            description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
+            status = COALESCE(${patch.status ?? null}, status),
+            active_version_id = CASE WHEN COALESCE(${patch.status ?? null}, status) = 'active' THEN latest_version_id ELSE active_version_id END,
+            updated_by = ${userId}, updated_at = now()
+          WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+
+      const remove = (companyId: CompanyId, id: string) =>
+        sql<{ id: string }>`DELETE FROM automations WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+
+      const insertVersion = (companyId: CompanyId, automationId: string, id: string, graph: StoredGraph, userId: number) =>
+        Effect.gen(function*() {
+          yield* sql`
+            INSERT INTO automation_versions (id, company_id, automation_id, number, nodes, edges, triggers, created_by)
+            SELECT ${id}, ${companyId}, ${automationId}, COALESCE(max(number), 0) + 1,
+              ${json(graph.nodes)}::jsonb, ${json(graph.edges)}::jsonb, ${json(graph.triggers)}::jsonb, ${userId}
+            FROM automation_versions WHERE company_id = ${companyId} AND automation_id = ${automationId}`
+          yield* sql`
+            UPDATE automations SET latest_version_id = ${id},
+              active_version_id = CASE WHEN status = 'active' THEN ${id}::uuid ELSE active_version_id END,
+              updated_by = ${userId}, updated_at = now()
+            WHERE company_id = ${companyId} AND id = ${automationId}`
+        }).pipe(Effect.orDie)
+
+      const latestVersion = (companyId: CompanyId, automationId: string) =>
+        sql<VersionRow>`
+          SELECT v.id, v.automation_id, v.number, v.nodes, v.edges, v.triggers, v.created_at
+          FROM automations a JOIN automation_versions v ON v.company_id = a.company_id AND v.id = a.latest_version_id
+          WHERE a.company_id = ${companyId} AND a.id = ${automationId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
+
+      const versions = (companyId: CompanyId) =>
+        sql<VersionRow>`
+          SELECT v.id, v.automation_id, v.number, v.nodes, v.edges, v.triggers, v.created_at
+          FROM automations a JOIN automation_versions v ON v.company_id = a.company_id AND v.id = a.latest_version_id
+          WHERE a.company_id = ${companyId} ORDER BY a.created_at DESC`.pipe(Effect.orDie)
+
+      const published = (companyId: CompanyId) =>
+        sql<PublishedRow>`
+          SELECT a.id AS automation_id, v.id AS version_id, v.triggers
+          FROM automations a JOIN automation_versions v ON v.company_id = a.company_id AND v.id = a.active_version_id
+          WHERE a.company_id = ${companyId} AND a.status = 'active'`.pipe(Effect.orDie)
+
+      const runs = (companyId: CompanyId, automationId: string | null, page: number, perPage: number) =>
+        Effect.gen(function*() {
+          const scope = automationId === null ? sql`` : sql`AND automation_id = ${automationId}`
+          const rows = yield* sql<RunRow>`
+            SELECT * FROM automation_runs WHERE company_id = ${companyId} ${scope}
+            ORDER BY started_at DESC, id LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`
+          const [{ n }] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM automation_runs WHERE company_id = ${companyId} ${scope}`
+          return { items: rows.map(toRun), total: n }
+        }).pipe(Effect.orDie)
+
+      const run = (companyId: CompanyId, automationId: string, runId: string) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<RunRow>`
+            SELECT * FROM automation_runs WHERE company_id = ${companyId} AND automation_id = ${automationId} AND id = ${runId}`
+          if (rows.length === 0) return Option.none()
+          const steps = yield* sql<StepRow>`
+            SELECT * FROM automation_run_steps WHERE company_id = ${companyId} AND run_id = ${runId} ORDER BY id`
+          return Option.some({ ...toRun(rows[0]), steps: steps.map(toStep) })
+        }).pipe(Effect.orDie)
+
+      const recentRuns = (companyId: CompanyId, automationId: string, contactId: number, since: Date) =>
+        sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM automation_runs
+          WHERE company_id = ${companyId} AND automation_id = ${automationId} AND contact_id = ${contactId}
+            AND status <> 'cancelled' AND started_at > ${since}`.pipe(Effect.map((rows) => rows[0].n), Effect.orDie)
+
+      const insertRun = (companyId: CompanyId, r: NewRun) =>
+        Effect.gen(function*() {
+          const rows = yield* sql<{ id: string }>`
+            INSERT INTO automation_runs (id, company_id, automation_id, version_id, contact_id, trigger_event, trigger_event_id, status,
+              trigger_payload, context, state, error, started_at, finished_at)
+            VALUES (${r.id}, ${companyId}, ${r.automationId}, ${r.versionId}, ${r.contactId}, ${r.event}, ${r.eventId}, ${r.status},
+              ${json(r.triggerPayload)}::jsonb, ${json(r.context)}::jsonb, ${json(r.state)}::jsonb, ${r.error}, ${r.at},
+              ${r.status === "cancelled" ? r.at : null})
+            ON CONFLICT DO NOTHING RETURNING id`
+          if (rows.length === 0) return false
+          if (r.status !== "cancelled") {
+            yield* sql`
+              UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
+              WHERE company_id = ${companyId} AND id = ${r.automationId}`
+          }
+          return true
+        }).pipe(Effect.orDie)
+
+      const loadRun = (companyId: CompanyId, runId: string) =>
+        sql<RunState>`
+          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges
+          FROM automation_runs r
+          JOIN automation_versions v ON v.company_id = r.company_id AND v.id = r.version_id
+          JOIN automations a ON a.company_id = r.company_id AND a.id = r.automation_id
+          WHERE r.company_id = ${companyId} AND r.id = ${runId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
+
+      const step = (companyId: CompanyId, runId: string, nodeId: string, visit: number) =>
+        sql<{ status: Step["status"]; output: unknown; error: string | null }>`
+          SELECT status, output, error FROM automation_run_steps
+          WHERE company_id = ${companyId} AND run_id = ${runId} AND node_id = ${nodeId} AND visit = ${visit}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      const insertStep = (companyId: CompanyId, s: NewStep) =>
+        sql`
+          INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
+          VALUES (${companyId}, ${s.runId}, ${s.nodeId}, ${s.visit}, ${s.actionId}, ${s.status}, ${s.attempt}, ${json(s.output)}::jsonb,
+            ${s.error}, ${s.startedAt}, ${s.finishedAt})
+          ON CONFLICT (run_id, node_id, visit) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie)
+
+      const saveState = (companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null) =>
+        sql`
+          UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
+          WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
+
+      const recordStep = (companyId: CompanyId, st: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null) =>
+        sql`
+          WITH step AS (
+            INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
+            VALUES (${companyId}, ${st.runId}, ${st.nodeId}, ${st.visit}, ${st.actionId}, ${st.status}, ${st.attempt}, ${json(st.output)}::jsonb,
+              ${st.error}, ${st.startedAt}, ${st.finishedAt})
+            ON CONFLICT (run_id, node_id, visit) DO NOTHING
+          )
+          UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
+          WHERE company_id = ${companyId} AND id = ${st.runId}`.pipe(Effect.asVoid, Effect.orDie)
+
+      const finishRun = (companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date) =>
+        sql`
+          UPDATE automation_runs SET status = ${status}, error = ${error}, finished_at = ${at}, resume_at = NULL
+          WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
+
+      return AutomationsRepo.of({
+        list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
+        recentRuns, insertRun, loadRun, step, insertStep, saveState, recordStep, finishRun
+      })
+    })
+  )
+}

@@ -1,0 +1,62 @@
+import { assert, describe, it } from "@effect/vitest"
+import { afterAll, beforeAll } from "vitest"
+import { freshDatabase } from "../integrations/support.ts"
+import { createChannel, inbound } from "../messages/support.ts"
+import { type ServerProcess, spawnServer } from "../support/Processes.ts"
+import { createCompany, request, type TestServer } from "../support/TestServer.ts"
+import { actionNode, activeAutomation, chain, ok, runsOf, trigger, waitFor } from "./support.ts"
+
+const platformKey = `automations-platform-key-${Math.random().toString(36).slice(2)}`
+const asTestServer = (p: ServerProcess): TestServer => ({ url: p.url, platformKey, close: async () => {} })
+
+describe.runIf(process.env.DATABASE_URL)("an automation run across a kill -9", () => {
+  let database: { readonly url: string; readonly drop: () => Promise<void> }
+  const processes: Array<ServerProcess> = []
+
+  beforeAll(async () => {
+    database = (await freshDatabase())!
+  }, 60_000)
+
+  afterAll(async () => {
+    await Promise.all(processes.map((p) => p.stop(2_000)))
+    await database?.drop()
+  }, 60_000)
+
+  it("finishes a one-minute wait after the server died during it, sending exactly once", async () => {
+    const env = { DATABASE_URL: database.url, CLUSTER: "single", PLATFORM_API_KEY: platformKey }
+    const first = await spawnServer("automations-1", env, { readyTimeoutMs: 90_000 })
+    processes.push(first)
+    const server = asTestServer(first)
+    const company = await createCompany(server)
+    const channelId = await createChannel(server as any, company.token, "msgr_b")
+    const automation = await activeAutomation(server, company.token, chain([
+      actionNode("hello", "send-message", { text: "Thanks, we got it." }),
+      actionNode("w", "wait", { duration: 1, unit: "minutes" }),
+      actionNode("later", "send-message", { text: "Still there?" })
+    ]), [trigger("message.created")])
+    const received = await inbound(server as any, company.token, channelId, { from: { external_id: "r-1", name: "Rae" }, text: "hi" })
+    const waiting = await waitFor("the run to wait", async () => {
+      const [run] = await runsOf(server, company.token, automation.id)
+      return run?.status === "waiting" ? run : undefined
+    }, 20_000)
+    process.kill(first.pid!, "SIGKILL")
+    await first.stop(1_000)
+
+    const second = await spawnServer("automations-2", env, { readyTimeoutMs: 90_000 })
+    processes.push(second)
+    const after = asTestServer(second)
+    const done = await waitFor("the run to finish", async () => {
+      const run = await ok(after, "GET", `/v1/automations/${automation.id}/runs/${waiting.id}`, company.token)
+      return run.status === "succeeded" || run.status === "failed" ? run : undefined
+    }, 100_000)
+    assert.strictEqual(done.status, "succeeded", JSON.stringify(done))
+    assert.deepStrictEqual(done.steps.map((s: any) => [s.node_id, s.status]), [["hello", "succeeded"], ["w", "succeeded"], ["later", "succeeded"]])
+    const waited = Date.parse(done.steps[2].started_at) - Date.parse(done.steps[1].started_at)
+    assert.isAtLeast(waited, 59_000)
+    const messages = await request(after, "GET", `/v1/messages?conversation_id=${received.conversation_id}&perPage=50`, { token: company.token })
+    const texts = JSON.stringify(messages.body)
+    assert.strictEqual(texts.split("Still there?").length - 1, 1, texts)
+    assert.strictEqual(texts.split("Thanks, we got it.").length - 1, 1, texts)
+    assert.strictEqual((await runsOf(after, company.token, automation.id)).length, 1)
+  }, 240_000)
+})
