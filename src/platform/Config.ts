@@ -59,6 +59,13 @@ export interface AppConfigShape {
   readonly webhookLeaseMarginMs: number
   /** How often the delivery worker looks for due retries and missed events without a wake-up. */
   readonly webhookPollMs: number
+  /** A request not answered by then gets 503 (multipart uploads excepted; downloads stream after the answer). */
+  readonly requestDeadlineMs: number
+  /**
+   * Added to the deadline: how long an idempotency key may stay in progress before it counts as
+   * abandoned by a dead process and is settled (must exceed PROVIDER_TIMEOUT_MS minus the deadline).
+   */
+  readonly idempotencyLeaseMs: number
 }
 
 const config = Config.all({
@@ -104,7 +111,9 @@ const config = Config.all({
   webhookAllowPrivate: Config.Boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   webhookBackoffScale: Config.Number("WEBHOOK_BACKOFF_SCALE").pipe(Config.withDefault(1)),
   webhookLeaseMarginMs: Config.Int("WEBHOOK_LEASE_MARGIN_MS").pipe(Config.withDefault(30_000)),
-  webhookPollMs: Config.Int("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000))
+  webhookPollMs: Config.Int("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000)),
+  requestDeadlineMs: Config.Int("REQUEST_DEADLINE_MS").pipe(Config.withDefault(30_000)),
+  idempotencyLeaseMs: Config.Int("IDEMPOTENCY_LEASE_MS").pipe(Config.withDefault(10_000))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {
