@@ -117,6 +117,8 @@ export class Sender extends Context.Service<Sender, {
         )
       )
 
+      // Uninterruptible as a whole: a caller that gives up (the request deadline) must not cut a send between
+      // its first write and the provider call, which would leave its key pending with nothing under way.
       const execute = Effect.fn("Sender.execute")(function*(req: SendRequest) {
         const companyId = req.companyId
         const scope: IdempotencyScope | null = req.idempotency === null
@@ -196,8 +198,8 @@ export class Sender extends Context.Service<Sender, {
           const along = scope === null ? writes : sql`${writes}, ${idempotency.completion(scope, 201, { data: message })}`
           yield* events.emit(companyId, "message.created", createdPayload(message), along)
           return message
-        }).pipe(Effect.uninterruptible)
-      })
+        })
+      }, Effect.uninterruptible)
 
       return Sender.of({ execute })
     })

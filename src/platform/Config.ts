@@ -31,6 +31,10 @@ export interface AppConfigShape {
   readonly cluster: "single" | "socket"
   readonly runnerHost: string
   readonly runnerPort: number
+  /** How often runners ping each other; a dead runner's shards move after about this plus 2.5 s of failed pings. */
+  readonly runnerHealthCheckMs: number
+  /** A runner whose heartbeat (every third of this) is older than this is gone: its shards move to the others. */
+  readonly clusterLeaseMs: number
   readonly logLevel: string
   readonly mobileTokenDays: number
   readonly passwordHashConcurrency: number
@@ -93,6 +97,8 @@ const config = Config.all({
   cluster: Config.option(Config.Literals(["single", "socket"], "CLUSTER")),
   runnerHost: Config.String("RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
   runnerPort: Config.Port("RUNNER_PORT").pipe(Config.withDefault(34431)),
+  runnerHealthCheckMs: Config.Int("RUNNER_HEALTH_CHECK_MS").pipe(Config.withDefault(2_000)),
+  clusterLeaseMs: Config.Int("CLUSTER_LEASE_MS").pipe(Config.withDefault(15_000)),
   logLevel: Config.String("LOG_LEVEL").pipe(Config.withDefault("info")),
   mobileTokenDays: Config.Int("MOBILE_TOKEN_DAYS").pipe(Config.withDefault(90)),
   passwordHashConcurrency: Config.Int("PASSWORD_HASH_CONCURRENCY").pipe(Config.withDefault(2)),
