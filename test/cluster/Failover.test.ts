@@ -1,13 +1,13 @@
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it } from "@effect/vitest"
-import { type Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Redacted, Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { telegramChannel } from "../stickers/telegram.ts"
 import { freshDatabase } from "../support/Databases.ts"
 import { type ServerProcess, sleep, spawnServer } from "../support/Processes.ts"
-import { Pusher } from "../support/PusherClient.ts"
+import { connectPusher, subscribe } from "../support/PusherClient.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer } from "../support/TestServer.ts"
 
@@ -112,27 +112,13 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
     }))
 
     // The subscriber is on the survivor; every event it sees is counted by its number.
-    const pusher = new Pusher("crm", {
-      cluster: "local",
-      wsHost: "127.0.0.1",
-      wsPort: b.realtimePort,
-      forceTLS: false,
-      enabledTransports: ["ws"],
-      disableStats: true,
-      channelAuthorization: {
-        transport: "ajax",
-        endpoint: `${b.url}/v1/broadcasting/auth`,
-        headers: { Authorization: `Bearer ${company.token}`, Accept: "application/json" }
-      }
-    })
+    const scope = Effect.runSync(Scope.make())
     try {
       const received: Array<number> = []
-      const sub = pusher.subscribe(`private-company.${company.id}`)
-      await new Promise<void>((resolve, reject) => {
-        sub.bind("pusher:subscription_succeeded", () => resolve())
-        sub.bind("pusher:subscription_error", (e: unknown) => reject(new Error(JSON.stringify(e))))
-        setTimeout(() => reject(new Error("no subscription")), 10_000)
-      })
+      const sub = await Effect.runPromise(Effect.gen(function*() {
+        const client = yield* connectPusher({ realtimePort: b.realtimePort, appKey: "crm", apiUrl: b.url, token: company.token })
+        return yield* subscribe(client, `private-company.${company.id}`)
+      }).pipe(Scope.provide(scope)))
       sub.bind("message.created", (data: { seq?: number }) => {
         if (typeof data?.seq === "number") received.push(data.seq)
       })
@@ -229,7 +215,7 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
           `${deliveries.size} texts delivered, none twice; ${received.length} message.created events on the survivor's subscriber`
       )
     } finally {
-      pusher.disconnect()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
     }
   }, 180_000)
 })
