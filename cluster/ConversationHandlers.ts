@@ -22,7 +22,9 @@ export const ConversationLayer = Conversation.toLayer(
         }))
     })
   }),
-  { maxIdleTime: "5 minutes", concurrency: 1, mailboxCapacity: "unbounded" }
+  // A defect (a statement the database rejects, a bug) fails only the send it happened in: it is answered
+  // to that caller, and the entity keeps serving the conversation instead of restarting and replaying it.
+  { maxIdleTime: "5 minutes", concurrency: 1, mailboxCapacity: "unbounded", disableFatalDefects: true }
 )
 
 export const ConversationEntities = Layer.mergeAll(ConversationLayer)

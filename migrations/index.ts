@@ -22,6 +22,7 @@ import _0060_exports from "./0060_exports.ts"
 import _0070_templates from "./0070_templates.ts"
 import _0090_automations from "./0090_automations.ts"
 import _0091_conversation_assignment from "./0091_conversation_assignment.ts"
+import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -48,5 +49,6 @@ export const migrations = {
   "0060_exports": _0060_exports,
   "0070_templates": _0070_templates,
   "0090_automations": _0090_automations,
-  "0091_conversation_assignment": _0091_conversation_assignment
+  "0091_conversation_assignment": _0091_conversation_assignment,
+  "0105_idempotency_pending": _0105_idempotency_pending
 }

@@ -1,5 +1,5 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Effect, Layer } from "effect"
+import { ByteSize, Duration, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter } from "effect/http"
 import { createServer } from "node:http"
 import { CompanyEntities } from "../cluster/CompanyHandlers.ts"
@@ -16,6 +16,7 @@ import { BackgroundLayer } from "./Background.ts"
 import { Routes } from "./Http.ts"
 import { AppConfig, type AppConfigShape } from "./platform/Config.ts"
 import { LoggingLayer } from "./platform/Logging.ts"
+import { RequestDeadline } from "./platform/HttpKernel.ts"
 import { BlobStore } from "./platform/files/BlobStore.ts"
 import { Imaging } from "./platform/files/Imaging.ts"
 import { SignedUrls } from "./platform/files/SignedUrls.ts"
@@ -46,7 +47,8 @@ const Server = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
-    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes)))
+    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))),
+    Layer.provide(Layer.succeed(RequestDeadline, Duration.millis(config.requestDeadlineMs)))
   )
 }))
 

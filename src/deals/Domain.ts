@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { FreeForm } from "../platform/FreeForm.ts"
 
 export const Id = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
@@ -194,7 +195,7 @@ const editableFields = {
   begin_date: Schema.optional(Schema.NullOr(Day("begin_date"))),
   expected_close_date: Schema.optional(Schema.NullOr(Day("expected_close_date"))),
   channel: nullableText("channel", 100),
-  custom_fields: Schema.optional(Schema.NullOr(CustomFields)),
+  custom_fields: Schema.optional(Schema.NullOr(FreeForm("custom_fields"))),
   responsible_user_id: Schema.optional(Schema.Int),
   conversation_id: Schema.optional(Schema.NullOr(Schema.Int)),
   funnel_id: Schema.optional(Schema.Int),

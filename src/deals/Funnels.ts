@@ -88,6 +88,7 @@ export class Funnels extends Context.Service<Funnels, {
         const stages = input.stages ?? defaultStages
         if (!stages.some((s) => s.type === "open")) return yield* needsOpenStage("stages")
         // The company's first funnel is its default.
+        yield* repo.lockDefault(company.id)
         const first = (yield* repo.count(company.id)) === 0
         const isDefault = first || input.is_default === true
         if (isDefault) yield* repo.clearDefault(company.id)
@@ -107,7 +108,10 @@ export class Funnels extends Context.Service<Funnels, {
         if (patch.is_default === false && funnel.is_default) {
           return yield* invalidField("is_default", "A company keeps one default funnel: make another funnel the default instead.")
         }
-        if (patch.is_default === true && !funnel.is_default) yield* repo.clearDefault(company.id)
+        if (patch.is_default === true && !funnel.is_default) {
+          yield* repo.lockDefault(company.id)
+          yield* repo.clearDefault(company.id)
+        }
         yield* repo.update(company.id, id, {
           ...(patch.name !== undefined ? { name: patch.name.trim() } : {}),
           ...(patch.order !== undefined ? { order: patch.order } : {}),

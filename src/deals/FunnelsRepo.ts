@@ -51,6 +51,8 @@ export class FunnelsRepo extends Context.Service<FunnelsRepo, {
   insert(companyId: CompanyId, input: { readonly name: string; readonly order: number; readonly is_default: boolean }): Effect.Effect<number>
   update(companyId: CompanyId, id: number, patch: { readonly name?: string; readonly order?: number; readonly is_default?: boolean }): Effect.Effect<void>
   clearDefault(companyId: CompanyId): Effect.Effect<void>
+  /** Until the transaction ends, the company's other default changes wait (one default funnel, even when two requests race). */
+  lockDefault(companyId: CompanyId): Effect.Effect<void>
   /** Deals filed in the funnel or stage, soft-deleted ones included (they keep their stage). */
   dealsIn(companyId: CompanyId, where: { readonly funnelId?: number; readonly stageId?: number }): Effect.Effect<number>
   /** false when a deal arrived meanwhile (the foreign key refuses). */
@@ -134,6 +136,9 @@ export class FunnelsRepo extends Context.Service<FunnelsRepo, {
 
       const clearDefault = (companyId: CompanyId) =>
         sql`UPDATE funnels SET is_default = false WHERE company_id = ${companyId} AND is_default`.pipe(Effect.asVoid, Effect.orDie)
+
+      const lockDefault = (companyId: CompanyId) =>
+        sql`SELECT pg_advisory_xact_lock(hashtext('funnels_default'), ${companyId}::int)`.pipe(Effect.asVoid, Effect.orDie)
 
       const dealsIn = (companyId: CompanyId, where: { readonly funnelId?: number; readonly stageId?: number }) =>
         sql<{ n: number }>`
@@ -258,6 +263,7 @@ export class FunnelsRepo extends Context.Service<FunnelsRepo, {
         insert,
         update,
         clearDefault,
+        lockDefault,
         dealsIn,
         delete: remove,
         stage,

@@ -16,7 +16,7 @@ import {
   ServiceUnavailable,
   Unprocessable
 } from "../platform/Errors.ts"
-import { Idempotency, keyInFlight, keyMismatch, requestHash, staleAfterMs } from "../platform/Idempotency.ts"
+import { Idempotency, keyInFlight, keyMismatch, outcomeUnknownStatus, requestHash } from "../platform/Idempotency.ts"
 import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage, SendTarget } from "./Domain.ts"
 import { MessagesRepo } from "./Repo.ts"
 import { blockedMessage, carries, unfetchable } from "./Rules.ts"
@@ -31,10 +31,12 @@ export type Delivery =
   & Omit<SendRequest, "conversationId" | "threadId" | "channelId" | "contactAccountId" | "recipient" | "externalThreadId">
   & { readonly thread: ThreadContext }
 
-/** The wire answer of a refusal: a key in flight is 409, every other refusal the 422 rule body. */
+/** The wire answer of a refusal: a key in flight or of unknown outcome is 409, every other refusal the 422 rule body. */
 export const refusalToWire = (e: SendRefusal) =>
   e.reason === "key_in_flight"
     ? new Conflict({ message: e.message })
+    : e.reason === "outcome_unknown"
+    ? new Conflict({ message: e.message, reason: e.reason })
     : new Unprocessable(e.error_code === undefined ? { message: e.message } : { message: e.message, error_code: e.error_code })
 
 const toWire = <A, R>(effect: Effect.Effect<A, SendRefusal | SendUnavailable, R>) =>
@@ -136,12 +138,13 @@ export class Outbound extends Context.Service<Outbound, {
         const recorded = yield* idempotency.lookup({ userId, endpoint, key }, hash)
         switch (recorded._tag) {
           case "Replay":
+            if (recorded.status === outcomeUnknownStatus) return yield* refusalToWire(SendRefusal.outcomeUnknown())
             return Option.some(recorded.body)
           case "Mismatch":
             return yield* keyMismatch()
           case "InFlight":
-            // A long-pending key is settled by the entity (it replays the message it points to).
-            return recorded.ageMs < staleAfterMs ? yield* keyInFlight() : Option.none()
+            // An abandoned key is settled by the entity (from the message it points to).
+            return recorded.abandoned ? Option.none() : yield* keyInFlight()
           case "None":
             return Option.none()
         }

@@ -1,6 +1,6 @@
 import { Context, type Effect, Schema, Struct } from "effect"
 import { CompanyId } from "../auth/Domain.ts"
-import { keyInFlightMessage, keyMismatchCode, keyMismatchMessage } from "../platform/Idempotency.ts"
+import { keyInFlightMessage, keyMismatchCode, keyMismatchMessage, outcomeUnknownMessage } from "../platform/Idempotency.ts"
 import { Attachment, type Message } from "./Domain.ts"
 
 /** An attachment row before it has an id. */
@@ -50,7 +50,8 @@ export const SendRefusalReason = Schema.Literals([
   "contact_blocked",
   "window_closed",
   "no_recipient",
-  "content_type_unsupported"
+  "content_type_unsupported",
+  "outcome_unknown"
 ])
 export type SendRefusalReason = typeof SendRefusalReason.Type
 
@@ -66,6 +67,8 @@ export class SendRefusal extends Schema.TaggedError<SendRefusal>()("SendRefusal"
   static readonly keyInFlight = () => new SendRefusal({ reason: "key_in_flight", message: keyInFlightMessage })
   static readonly keyMismatch = () =>
     new SendRefusal({ reason: "key_mismatch", message: keyMismatchMessage, error_code: keyMismatchCode })
+  /** The key's first send was cut off by a crash while the provider was being called. */
+  static readonly outcomeUnknown = () => new SendRefusal({ reason: "outcome_unknown", message: outcomeUnknownMessage })
 }
 
 /** The lane could not take the send (its owner is moving or unreachable); nothing was sent. */

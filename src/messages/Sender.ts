@@ -1,10 +1,10 @@
-import { Clock, Context, Effect, Exit, Layer, Option, Predicate, Schema } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option, Predicate, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Credentials } from "../providers/Credentials.ts"
 import { type ChannelContext, Providers } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
-import { Idempotency, type IdempotencyScope, type Recorded, staleAfterMs } from "../platform/Idempotency.ts"
+import { Idempotency, type IdempotencyScope, outcomeUnknownStatus, type Recorded } from "../platform/Idempotency.ts"
 import type { CompanyId } from "../auth/Domain.ts"
 import { Message } from "./Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
@@ -20,14 +20,19 @@ const inFlight = () => Effect.fail(SendRefusal.keyInFlight())
 
 const decodeMessage = Schema.decodeUnknownEffect(Message)
 
+/** The message a send's key points to (what `claiming` recorded). */
+const messageIdOf = (ref: unknown) =>
+  Predicate.isObject(ref) && "message_id" in ref && Predicate.isNumber(ref.message_id) ? ref.message_id : null
+
 /**
  * Performs one outbound send inside its conversation's entity (so sends of a conversation are
  * ordered); `Outbound.deliver` has already applied the sending rules. The message (status `pending`) and
  * its idempotency key are written in one transaction; the provider is called after commit; a second
  * write (one statement) records the outcome (`sent`… or `failed` with the provider's error, and a history row),
  * completes the key with the answer and emits `message.created` with the final status. A provider
- * failure therefore leaves a `failed` message, never a lost one; a crash during the provider call
- * leaves a `pending` message that a retry with the same key settles after a minute.
+ * failure therefore leaves a `failed` message, never a lost one. A crash during the provider call
+ * leaves a `pending` message and a pending key; once the key is abandoned (deadline plus lease) it is
+ * settled, by a retry or by the sweep: `outcome_unknown` (409) while its message is still `pending`.
  *
  * One event per send, in the second write: the company's event sequence row is locked from the
  * emit to the commit, so the first transaction takes no event at all.
@@ -63,6 +68,7 @@ export class Sender extends Context.Service<Sender, {
           case "None":
             return Option.none<Message>()
           case "Replay": {
+            if (recorded.status === outcomeUnknownStatus) return yield* SendRefusal.outcomeUnknown()
             const body = recorded.body
             const data = Predicate.isObject(body) && "data" in body ? body.data : undefined
             return Option.some(yield* decodeMessage(data).pipe(Effect.orDie))
@@ -70,23 +76,49 @@ export class Sender extends Context.Service<Sender, {
           case "Mismatch":
             return yield* SendRefusal.keyMismatch()
           case "InFlight": {
-            const ref = recorded.ref
-            const messageId = Predicate.isObject(ref) && "message_id" in ref && Predicate.isNumber(ref.message_id) ? ref.message_id : null
-            if (recorded.ageMs < staleAfterMs || messageId === null) return yield* inFlight()
-            const row = yield* repo.find(companyId, messageId)
-            if (Option.isNone(row)) return yield* inFlight()
-            // The send was cut off before its outcome was recorded; it is published now, as it stands.
-            const attachments = yield* repo.attachments(companyId, [messageId])
-            const message = toMessage(row.value, attachments.get(messageId) ?? [], yield* Clock.currentTimeMillis)
-            yield* Effect.gen(function*() {
-              yield* idempotency.complete(scope, 201, { data: message })
-              yield* events.emit(companyId, "message.created", createdPayload(message))
-            }).pipe(sql.withTransaction, Effect.orDie)
-            return Option.some(message)
+            const messageId = messageIdOf(recorded.ref)
+            if (!recorded.abandoned || messageId === null) return yield* inFlight()
+            return Option.some(yield* settle(companyId, scope, messageId))
           }
         }
       })
 
+      /**
+       * An abandoned key, from the message it points to: a message with its outcome recorded is the key's
+       * answer (published now); a message still `pending` was cut off during the provider call, which may or
+       * may not have delivered it, so the key answers `outcome_unknown` rather than risk a second delivery.
+       */
+      const settle = Effect.fnUntraced(function*(companyId: CompanyId, scope: IdempotencyScope, messageId: number) {
+        const row = yield* repo.find(companyId, messageId)
+        if (Option.isNone(row) || row.value.status === "pending") {
+          yield* idempotency.outcomeUnknown(scope)
+          return yield* SendRefusal.outcomeUnknown()
+        }
+        const attachments = yield* repo.attachments(companyId, [messageId])
+        const message = toMessage(row.value, attachments.get(messageId) ?? [], yield* Clock.currentTimeMillis)
+        yield* Effect.gen(function*() {
+          yield* idempotency.complete(scope, 201, { data: message })
+          yield* events.emit(companyId, "message.created", createdPayload(message))
+        }).pipe(sql.withTransaction, Effect.orDie)
+        return message
+      })
+
+      // Keys nobody retries are settled too, so none stays in progress past deadline plus lease (and a sweep interval).
+      yield* Effect.forkScoped(
+        idempotency.abandoned(100).pipe(
+          Effect.flatMap(Effect.forEach((key) => {
+            const messageId = messageIdOf(key.ref)
+            return messageId === null
+              ? idempotency.outcomeUnknown(key.scope)
+              : Effect.ignore(settle(key.companyId as CompanyId, key.scope, messageId))
+          }, { discard: true })),
+          Effect.catchCause((cause) => Effect.logWarning("idempotency settle sweep failed", cause)),
+          Effect.repeat(Schedule.spaced(Math.max(1_000, Math.floor(idempotency.abandonedAfterMs / 4))))
+        )
+      )
+
+      // Uninterruptible as a whole: a caller that gives up (the request deadline) must not cut a send between
+      // its first write and the provider call, which would leave its key pending with nothing under way.
       const execute = Effect.fn("Sender.execute")(function*(req: SendRequest) {
         const companyId = req.companyId
         const scope: IdempotencyScope | null = req.idempotency === null
@@ -167,8 +199,8 @@ export class Sender extends Context.Service<Sender, {
           const along = scope === null ? writes : sql`${writes}, ${idempotency.completion(scope, 201, { data: message })}`
           yield* events.emit(companyId, "message.created", createdPayload(message), along)
           return message
-        }).pipe(Effect.uninterruptible)
-      })
+        })
+      }, Effect.uninterruptible)
 
       return Sender.of({ execute })
     })

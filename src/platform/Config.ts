@@ -31,6 +31,10 @@ export interface AppConfigShape {
   readonly cluster: "single" | "socket"
   readonly runnerHost: string
   readonly runnerPort: number
+  /** How often runners ping each other; a dead runner's shards move after about this plus 2.5 s of failed pings. */
+  readonly runnerHealthCheckMs: number
+  /** A runner whose heartbeat (every third of this) is older than this is gone: its shards move to the others. */
+  readonly clusterLeaseMs: number
   readonly logLevel: string
   readonly mobileTokenDays: number
   readonly passwordHashConcurrency: number
@@ -59,6 +63,13 @@ export interface AppConfigShape {
   readonly webhookLeaseMarginMs: number
   /** How often the delivery worker looks for due retries and missed events without a wake-up. */
   readonly webhookPollMs: number
+  /** A request not answered by then gets 503 (multipart uploads excepted; downloads stream after the answer). */
+  readonly requestDeadlineMs: number
+  /**
+   * Added to the deadline: how long an idempotency key may stay in progress before it counts as
+   * abandoned by a dead process and is settled (must exceed PROVIDER_TIMEOUT_MS minus the deadline).
+   */
+  readonly idempotencyLeaseMs: number
 }
 
 const config = Config.all({
@@ -86,6 +97,8 @@ const config = Config.all({
   cluster: Config.option(Config.Literals(["single", "socket"], "CLUSTER")),
   runnerHost: Config.String("RUNNER_HOST").pipe(Config.withDefault("127.0.0.1")),
   runnerPort: Config.Port("RUNNER_PORT").pipe(Config.withDefault(34431)),
+  runnerHealthCheckMs: Config.Int("RUNNER_HEALTH_CHECK_MS").pipe(Config.withDefault(2_000)),
+  clusterLeaseMs: Config.Int("CLUSTER_LEASE_MS").pipe(Config.withDefault(15_000)),
   logLevel: Config.String("LOG_LEVEL").pipe(Config.withDefault("info")),
   mobileTokenDays: Config.Int("MOBILE_TOKEN_DAYS").pipe(Config.withDefault(90)),
   passwordHashConcurrency: Config.Int("PASSWORD_HASH_CONCURRENCY").pipe(Config.withDefault(2)),
@@ -104,7 +117,9 @@ const config = Config.all({
   webhookAllowPrivate: Config.Boolean("WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
   webhookBackoffScale: Config.Number("WEBHOOK_BACKOFF_SCALE").pipe(Config.withDefault(1)),
   webhookLeaseMarginMs: Config.Int("WEBHOOK_LEASE_MARGIN_MS").pipe(Config.withDefault(30_000)),
-  webhookPollMs: Config.Int("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000))
+  webhookPollMs: Config.Int("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000)),
+  requestDeadlineMs: Config.Int("REQUEST_DEADLINE_MS").pipe(Config.withDefault(30_000)),
+  idempotencyLeaseMs: Config.Int("IDEMPOTENCY_LEASE_MS").pipe(Config.withDefault(10_000))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {

@@ -25,7 +25,9 @@ export class NotFound extends Schema.Error<NotFound>("NotFound")({
 export const notFound = (message = "Not found.") => new NotFound({ message })
 
 export class Conflict extends Schema.Error<Conflict>("Conflict")({
-  message: Schema.String
+  message: Schema.String,
+  /** Set where a client must tell conflicts apart (an idempotency key's `outcome_unknown`). */
+  reason: Schema.optionalKey(Schema.String)
 }, { httpApiStatus: 409 }) {}
 
 export class CsrfMismatch extends Schema.Error<CsrfMismatch>("CsrfMismatch")({

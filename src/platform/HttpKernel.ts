@@ -1,4 +1,4 @@
-import { Cause, Context, Effect, Option, Predicate, Schema, SchemaIssue, type Types } from "effect"
+import { Cause, Context, Duration, Effect, Option, Predicate, Schema, SchemaIssue, type Types } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { SqlError } from "effect/sql"
@@ -16,6 +16,17 @@ export interface RequestState {
 export const CurrentRequest = Context.Reference<RequestState | undefined>("crm/platform/CurrentRequest", {
   defaultValue: () => undefined
 })
+
+/** How long a handler may take before the client gets 503 (REQUEST_DEADLINE_MS); uploads are exempt. */
+export const RequestDeadline = Context.Reference<Duration.Duration>("crm/platform/RequestDeadline", {
+  defaultValue: () => Duration.seconds(30)
+})
+
+export const deadlineMessage = "The request could not be completed in time; retry shortly."
+
+/** Multipart uploads stream their body through the handler, so they may take as long as the client sends. */
+const streamsBody = (request: HttpServerRequest.HttpServerRequest) =>
+  /^multipart\//i.test(request.headers["content-type"] ?? "")
 
 /** Adds headers to the final answer, whatever it turns out to be (success or error). */
 /** The peer's address, as the throttles key clients (no proxy headers are trusted). */
@@ -141,15 +152,25 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
     const requestId = incoming !== undefined && validRequestId.test(incoming) ? incoming : randomUUID()
     const state: RequestState = { requestId, headers: {} }
     const started = performance.now()
-    const verdict = yield* inspectRequest(request)
-    const guarded = verdict._tag === "Clean"
-      ? httpEffect
-      : Effect.succeed(
-        verdict._tag === "Invalid"
-          ? json(422, { message: verdict.message, errors: verdict.errors })
-          : json(400, { message: verdict.message })
-      )
-    const response = yield* guarded.pipe(
+    const guarded = Effect.flatMap(inspectRequest(request), (verdict) =>
+      verdict._tag === "Clean"
+        ? httpEffect
+        : Effect.succeed(
+          verdict._tag === "Invalid"
+            ? json(422, { message: verdict.message, errors: verdict.errors })
+            : json(400, { message: verdict.message })
+        ))
+    const deadline = yield* RequestDeadline
+    const bounded = streamsBody(request) ? guarded : guarded.pipe(
+      Effect.timeoutOrElse({
+        duration: deadline,
+        orElse: () =>
+          Effect.logWarning("request deadline passed").pipe(
+            Effect.as(json(503, { message: deadlineMessage }))
+          )
+      })
+    )
+    const response = yield* bounded.pipe(
       Effect.provideService(CurrentRequest, state),
       Effect.annotateLogs({ request_id: requestId }),
       Effect.catchCause((cause) => render(cause, requestId))

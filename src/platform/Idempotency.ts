@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Predicate, Schedule } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { createHash } from "node:crypto"
+import { AppConfig } from "./Config.ts"
 import { Conflict, ruleViolation } from "./Errors.ts"
 
 /** Who asked what: a key is scoped to one user and one endpoint. */
@@ -14,8 +15,11 @@ export type Recorded =
   | { readonly _tag: "None" }
   | { readonly _tag: "Replay"; readonly status: number; readonly body: unknown }
   | { readonly _tag: "Mismatch" }
-  /** The first request holds the key and has not answered yet; `ref` is what it recorded when claiming. */
-  | { readonly _tag: "InFlight"; readonly ref: unknown; readonly ageMs: number }
+  /**
+   * The first request holds the key and has not answered yet; `ref` is what it recorded when claiming.
+   * `abandoned`: it has held it longer than any live request can (deadline plus lease), so its process died.
+   */
+  | { readonly _tag: "InFlight"; readonly ref: unknown; readonly abandoned: boolean }
 
 const ttl = "24 hours"
 
@@ -36,9 +40,6 @@ const canonical = (value: unknown): unknown => {
 export const requestHash = (body: unknown): string =>
   createHash("sha256").update(JSON.stringify(canonical(body) ?? null)).digest("hex")
 
-/** A key still pending this long belongs to a request whose process died before it answered. */
-export const staleAfterMs = 60_000
-
 export const keyMismatchCode = "idempotency_key_mismatch"
 export const keyMismatchMessage = "This idempotency key was already used with a different request body."
 export const keyInFlightMessage = "A request with this idempotency key is still being processed."
@@ -47,6 +48,19 @@ export const keyMismatch = () => ruleViolation(keyMismatchCode, keyMismatchMessa
 
 export const keyInFlight = () => new Conflict({ message: keyInFlightMessage })
 
+export const outcomeUnknownReason = "outcome_unknown"
+export const outcomeUnknownMessage =
+  "The first request with this idempotency key was cut off before its outcome was known; it may or may not have taken effect."
+
+/** A key settled as `outcome_unknown` is recorded as this answer (and replayed as it until someone settles it otherwise). */
+export const outcomeUnknownStatus = 409
+
+/** An abandoned key that has an identifier on record: what the process that settles it needs. */
+export interface Abandoned {
+  readonly companyId: number
+  readonly scope: IdempotencyScope
+  readonly ref: unknown
+}
 /**
  * Replays of creating requests (`idempotency_keys`). A key is written only together with what it
  * creates, in the same statement (`claiming`), so a refused or invalid request never burns it.
@@ -67,11 +81,23 @@ export class Idempotency extends Context.Service<Idempotency, {
   complete(scope: IdempotencyScope, status: number, body: unknown): Effect.Effect<void>
   /** `complete` as a companion write (a CTE named `key_done`) for a statement that also writes what the key answers. */
   completion(scope: IdempotencyScope, status: number, body: unknown): Statement.Fragment
+  /**
+   * Settles an abandoned key whose effect cannot be known: it answers 409 `outcome_unknown` from now on
+   * (the `ref` stays in the body). A no-op unless the key is still pending and abandoned.
+   */
+  outcomeUnknown(scope: IdempotencyScope): Effect.Effect<void>
+  /** Pending keys past the deadline plus the lease, oldest first: for the owner of what they point to to settle. */
+  abandoned(limit: number): Effect.Effect<ReadonlyArray<Abandoned>>
+  /** Deadline plus lease: a pending key older than this belongs to a process that died. */
+  readonly abandonedAfterMs: number
 }>()("crm/platform/Idempotency") {
   static readonly layer = Layer.effect(
     Idempotency,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const abandonedAfterMs = config.requestDeadlineMs + config.idempotencyLeaseMs
+      const abandonedAfter = `${abandonedAfterMs} milliseconds`
 
       const lookup = (scope: IdempotencyScope, hash: string) =>
         sql<{
@@ -90,7 +116,9 @@ export class Idempotency extends Context.Service<Idempotency, {
             const row = rows[0]
             if (row === undefined) return { _tag: "None" }
             if (row.request_hash !== hash) return { _tag: "Mismatch" }
-            if (row.state === "pending") return { _tag: "InFlight", ref: row.response_body, ageMs: row.age_ms }
+            if (row.state === "pending") {
+              return { _tag: "InFlight", ref: row.response_body, abandoned: row.age_ms >= abandonedAfterMs }
+            }
             return { _tag: "Replay", status: row.response_status ?? 200, body: row.response_body }
           }),
           Effect.orDie
@@ -122,6 +150,32 @@ export class Idempotency extends Context.Service<Idempotency, {
       const complete = (scope: IdempotencyScope, status: number, body: unknown) =>
         sql`WITH ${completion(scope, status, body)} SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
+      const outcomeUnknown = (scope: IdempotencyScope) =>
+        sql`
+          UPDATE idempotency_keys SET
+            state = 'done',
+            response_status = ${outcomeUnknownStatus},
+            response_body = jsonb_build_object('message', ${outcomeUnknownMessage}::text, 'reason', ${outcomeUnknownReason}::text)
+              || CASE WHEN jsonb_typeof(response_body) = 'object' THEN response_body ELSE '{}'::jsonb END
+          WHERE user_id = ${scope.userId} AND endpoint = ${scope.endpoint} AND key = ${scope.key}
+            AND state = 'pending' AND created_at <= now() - ${abandonedAfter}::interval`.pipe(Effect.asVoid, Effect.orDie)
+
+      const abandoned = (limit: number) =>
+        sql<{ company_id: number; user_id: number; endpoint: string; key: string; response_body: unknown }>`
+          SELECT company_id, user_id, endpoint, key, response_body FROM idempotency_keys
+          WHERE state = 'pending' AND created_at <= now() - ${abandonedAfter}::interval
+            AND created_at > now() - ${ttl}::interval
+          ORDER BY created_at LIMIT ${limit}`.pipe(
+          Effect.map((rows) =>
+            rows.map((row): Abandoned => ({
+              companyId: Number(row.company_id),
+              scope: { userId: Number(row.user_id), endpoint: row.endpoint, key: row.key },
+              ref: row.response_body
+            }))
+          ),
+          Effect.orDie
+        )
+
       yield* Effect.forkScoped(
         sql`DELETE FROM idempotency_keys WHERE created_at <= now() - ${ttl}::interval`.pipe(
           Effect.catchCause((cause) => Effect.logWarning("idempotency sweep failed", cause)),
@@ -130,7 +184,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         )
       )
 
-      return Idempotency.of({ lookup, claiming, complete, completion })
+      return Idempotency.of({ lookup, claiming, complete, completion, outcomeUnknown, abandoned, abandonedAfterMs })
     })
   )
 }

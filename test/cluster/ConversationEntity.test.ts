@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
-import { Entity, ShardingConfig } from "effect/cluster"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Entity, ShardingConfig, TestRunner } from "effect/cluster"
 import { Conversation } from "../../cluster/Conversation.ts"
 import { ConversationLayer } from "../../cluster/ConversationHandlers.ts"
 import { CompanyId } from "../../src/auth/Domain.ts"
@@ -77,6 +77,7 @@ const recordingSender = Effect.gen(function*() {
         const start = started.get(text)
         if (start !== undefined) yield* Deferred.succeed(start, undefined)
         if (text === "mismatch") return yield* SendRefusal.keyMismatch()
+        if (text === "defect") return yield* Effect.die(new Error("the database rejected the statement"))
         const open = gates.get(text)
         if (open !== undefined) yield* Deferred.await(open)
         log.push(`end ${text}`)
@@ -90,6 +91,13 @@ const clientFor = (layer: Layer.Layer<Sender>) =>
   Entity.makeTestClient(Conversation, ConversationLayer.pipe(Layer.provide(layer))).pipe(
     Effect.provide(ShardingConfig.layer({ shardsPerGroup: 10 }))
   )
+
+/** The entity under a real (in-memory) sharding, which restarts an entity on a fatal defect as production does. */
+const shardedClient = (layer: Layer.Layer<Sender>) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(ConversationLayer.pipe(Layer.provide(layer), Layer.provideMerge(TestRunner.layer)))
+    return yield* Conversation.client.pipe(Effect.provideContext(context))
+  })
 
 /** Lets every runnable fiber run until it blocks. */
 const settle = Effect.repeat(Effect.yieldNow, { times: 50 })
@@ -169,5 +177,22 @@ describe("Conversation entity", () => {
       // The failed send released its key: the next request with it runs.
       const next = yield* conversation.Send(request("after", { key: "k-2" }))
       assert.strictEqual(next.message_content, "after")
+    }).pipe(Effect.scoped))
+
+  it.live("answers a send that dies with its defect and goes on with the conversation's next send at once", () =>
+    Effect.gen(function*() {
+      const sender = yield* recordingSender
+      const conversation = (yield* shardedClient(sender.layer))("42")
+      const bad = yield* Effect.forkChild(Effect.exit(conversation.Send(request("defect", { key: "k-3" }))))
+      yield* settle
+      const good = yield* conversation.Send(request("valid", { key: "k-4" })).pipe(Effect.timeout("1 second"))
+      assert.strictEqual(good.message_content, "valid")
+      const failed = yield* Fiber.join(bad).pipe(Effect.timeout("1 second"))
+      assert.isTrue(Exit.isFailure(failed) && Cause.hasDies(failed.cause), String(failed))
+      // Not replayed: the entity did not restart, so the failed send ran once.
+      assert.deepStrictEqual(sender.log, ["start defect", "start valid", "end valid"])
+      // And its key was released: a retry reaches the Sender again.
+      const retry = yield* Effect.exit(conversation.Send(request("defect", { key: "k-3" })))
+      assert.isTrue(Exit.isFailure(retry) && Cause.hasDies(retry.cause))
     }).pipe(Effect.scoped))
 })

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
+import { freshDatabase } from "../support/Databases.ts"
 import { type ServerProcess, spawnServer } from "../support/Processes.ts"
 import { connectPusher, listen, next, subscribe } from "../support/PusherClient.ts"
 import { createChannel, inbound } from "../messages/support.ts"
@@ -46,34 +47,6 @@ describe("one server process (embedded PGlite)", () => {
 })
 
 const baseUrl = process.env.DATABASE_URL
-
-/**
- * A database of its own: runners registered in a shared database by other processes (a crashed dev server, say)
- * keep shard assignments until the health check evicts them, which would make ownership here nondeterministic.
- */
-const freshDatabase = async (url: string) => {
-  const name = `crm_cluster_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
-  const created = await Effect.runPromise(
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(`CREATE DATABASE ${name}`)
-    }).pipe(Effect.provide(admin), Effect.as(true), Effect.catchCause(() => Effect.succeed(false)))
-  )
-  if (!created) return { url, drop: async () => {} }
-  const own = new URL(url)
-  own.pathname = `/${name}`
-  return {
-    url: own.toString(),
-    drop: () =>
-      Effect.runPromise(
-        Effect.gen(function*() {
-          const sql = yield* SqlClient.SqlClient
-          yield* sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
-        }).pipe(Effect.provide(admin), Effect.ignore)
-      )
-  }
-}
 
 describe.runIf(baseUrl)("two runners against one PostgreSQL", () => {
   let database: { readonly url: string; readonly drop: () => Promise<void> }

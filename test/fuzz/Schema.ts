@@ -1,0 +1,156 @@
+import fc from "fast-check"
+
+/** The parts of an OpenAPI 3.1 / JSON Schema document the generator reads. */
+export interface JsonSchema {
+  readonly $ref?: string
+  readonly type?: string | ReadonlyArray<string>
+  readonly enum?: ReadonlyArray<unknown>
+  readonly const?: unknown
+  readonly anyOf?: ReadonlyArray<JsonSchema>
+  readonly oneOf?: ReadonlyArray<JsonSchema>
+  readonly allOf?: ReadonlyArray<JsonSchema>
+  readonly properties?: Record<string, JsonSchema>
+  readonly required?: ReadonlyArray<string>
+  readonly additionalProperties?: boolean | JsonSchema
+  readonly items?: JsonSchema
+  readonly minItems?: number
+  readonly maxItems?: number
+  readonly minLength?: number
+  readonly maxLength?: number
+  readonly minimum?: number
+  readonly maximum?: number
+  readonly exclusiveMinimum?: number
+  readonly exclusiveMaximum?: number
+  readonly format?: string
+}
+
+export type Resolve = (schema: JsonSchema) => JsonSchema
+
+/** `$ref`s into `#/components/schemas`, followed until a schema that is not a reference. */
+export const resolver = (components: Record<string, JsonSchema>): Resolve => {
+  const resolve = (schema: JsonSchema): JsonSchema => {
+    if (schema.$ref === undefined) return schema
+    const name = decodeURIComponent(schema.$ref.replace(/^#\/components\/schemas\//, ""))
+    return resolve(components[name] ?? {})
+  }
+  return resolve
+}
+
+const formatted = (format: string | undefined): fc.Arbitrary<string> | undefined => {
+  switch (format) {
+    case "email":
+      return fc.emailAddress()
+    case "uri":
+    case "url":
+      return fc.webUrl()
+    case "uuid":
+      return fc.uuid()
+    case "date-time":
+      return fc.date({ min: new Date("2000-01-01"), max: new Date("2100-01-01"), noInvalidDate: true }).map((d) => d.toISOString())
+    case "date":
+      return fc.date({ min: new Date("2000-01-01"), max: new Date("2100-01-01"), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10))
+    default:
+      return undefined
+  }
+}
+
+/** A value the schema accepts, as far as JSON Schema says (patterns and cross-field rules are not followed). */
+export const valid = (schema: JsonSchema, resolve: Resolve, depth = 0): fc.Arbitrary<unknown> => {
+  const s = resolve(schema)
+  if (depth > 6) return fc.constant(null)
+  if (s.const !== undefined) return fc.constant(s.const)
+  if (s.enum !== undefined && s.enum.length > 0) return fc.constantFrom(...s.enum)
+  const union = s.anyOf ?? s.oneOf
+  if (union !== undefined && union.length > 0) return fc.oneof(...union.map((u) => valid(u, resolve, depth + 1)))
+  if (s.allOf !== undefined && s.allOf.length > 0) return valid(s.allOf[0], resolve, depth + 1)
+  const type = Array.isArray(s.type) ? s.type[0] : s.type
+  switch (type) {
+    case "null":
+      return fc.constant(null)
+    case "boolean":
+      return fc.boolean()
+    case "integer": {
+      const min = s.minimum ?? (s.exclusiveMinimum !== undefined ? s.exclusiveMinimum + 1 : 1)
+      const max = s.maximum ?? (s.exclusiveMaximum !== undefined ? s.exclusiveMaximum - 1 : Math.max(min, 1_000))
+      return fc.integer({ min: Math.ceil(min), max: Math.max(Math.ceil(min), Math.floor(max)) })
+    }
+    case "number": {
+      const min = s.minimum ?? s.exclusiveMinimum ?? 0
+      const max = s.maximum ?? s.exclusiveMaximum ?? 1_000
+      return fc.double({ min, max, noNaN: true, noDefaultInfinity: true })
+    }
+    case "string":
+      return formatted(s.format) ?? fc.string({ minLength: s.minLength ?? 1, maxLength: Math.min(s.maxLength ?? 24, 24) })
+    case "array":
+      return fc.array(valid(s.items ?? {}, resolve, depth + 1), { minLength: s.minItems ?? 0, maxLength: Math.min(s.maxItems ?? 3, 3) })
+    case "object":
+    case undefined: {
+      if (s.properties === undefined) return type === "object" ? fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 3 }) : fc.jsonValue({ maxDepth: 2 })
+      const required = new Set(s.required ?? [])
+      const record: Record<string, fc.Arbitrary<unknown>> = {}
+      for (const [key, value] of Object.entries(s.properties)) record[key] = valid(value, resolve, depth + 1)
+      return fc.record(record, { requiredKeys: [...required].filter((k) => k in record) })
+    }
+    default:
+      return fc.jsonValue({ maxDepth: 2 })
+  }
+}
+
+/** Hostile replacements for one value: wrong types, controls, sizes, signs and Unicode edge cases. */
+export const hostile: fc.Arbitrary<unknown> = fc.constantFrom<unknown>(
+  "a\u0000b",
+  "\u0000",
+  "\u001b[31m",
+  "",
+  " ",
+  "x".repeat(70_000),
+  "\ud800",
+  "\udfff\ud800",
+  "\u202e\u2066evil",
+  "\ufeff",
+  "👩‍👩‍👧‍👦".repeat(50),
+  "𝟘𝟙𝟚",
+  "null",
+  "../../etc/passwd",
+  "' OR 1=1--",
+  "%00",
+  -1,
+  0,
+  -9_007_199_254_740_991,
+  9_007_199_254_740_993,
+  1e308,
+  -0.5,
+  3.14,
+  true,
+  null,
+  [],
+  [null],
+  {},
+  JSON.parse("{\"__proto__\":{\"polluted\":1}}"),
+  { constructor: { prototype: { polluted: 1 } } },
+  Array.from({ length: 2_000 }, (_, i) => i)
+)
+
+/** Every path to a value inside `value` (object keys and array indices), the root excluded. */
+export const pathsOf = (value: unknown, prefix: ReadonlyArray<string | number> = []): Array<ReadonlyArray<string | number>> => {
+  if (value === null || typeof value !== "object") return []
+  const entries: Array<[string | number, unknown]> = Array.isArray(value) ? value.map((v, i) => [i, v]) : Object.entries(value)
+  return entries.flatMap(([key, child]) => [[...prefix, key], ...pathsOf(child, [...prefix, key])])
+}
+
+const clone = (value: unknown): any => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)))
+
+/** `value` with the thing at `path` replaced (`undefined` deletes it). */
+export const replaceAt = (value: unknown, path: ReadonlyArray<string | number>, replacement: unknown): unknown => {
+  const copy = clone(value)
+  let node = copy
+  for (const key of path.slice(0, -1)) node = node[key]
+  const last = path[path.length - 1]
+  if (replacement === undefined) {
+    if (Array.isArray(node)) node.splice(Number(last), 1)
+    else delete node[last]
+  } else {
+    Object.defineProperty(node, last, { value: replacement, enumerable: true, writable: true, configurable: true })
+  }
+  return copy
+}
