@@ -27,6 +27,8 @@ import { SqlLayer } from "./platform/Sql.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
 import { Pbx } from "./telephony/Pbx.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
+import { CredentialCache } from "./auth/Credentials.ts"
+import { Notices } from "./platform/Notices.ts"
 
 
 /** The database, after migrations have run. */
@@ -34,7 +36,8 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
+const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+  Layer.provideMerge(Notices.layer),
   Layer.provideMerge(Cluster)
 )
 
