@@ -54,7 +54,7 @@ export const AuthenticationLayer = Layer.effect(
 
     const limit = Effect.fnUntraced(function*(actor: Actor, bucket: string) {
       const owner = actor.company === null ? "global" as const : { companyId: actor.company.id }
-      const decision = yield* limiter.enforce(owner, bucket, rule).pipe(
+      const decision = yield* limiter.enforceLeased(owner, bucket, rule).pipe(
         Effect.tapError(() => addResponseHeaders({ "x-ratelimit-limit": String(rule.limit), "x-ratelimit-remaining": "0" }))
       )
       yield* addResponseHeaders({
