@@ -36,12 +36,13 @@ export const Lease = Rpc.make("Lease", {
   })
 })
 
-/** The unspent units of a slice, handed back when its hold ends. */
+/** Settles a slice when it runs out or its hold ends: the unspent units, and how soon after the lease the last one was spent. */
 export const Release = Rpc.make("Release", {
   payload: {
     bucket: Schema.String,
     lease: Schema.Int,
-    units: Schema.Int
+    units: Schema.Int,
+    spentWithinMs: Schema.Int
   }
 })
 

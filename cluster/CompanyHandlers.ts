@@ -24,8 +24,9 @@ const leasesWith = (logs: LeasedLogs) => ({
       Clock.currentTimeMillis,
       (now) => logs.lease(payload.bucket, now, payload.limit, payload.windowMs, payload.holdMs, payload.want)
     ),
-  Release: ({ payload }: { readonly payload: { readonly bucket: string; readonly lease: number; readonly units: number } }) =>
-    Effect.sync(() => logs.release(payload.bucket, payload.lease, payload.units))
+  Release: ({ payload }: {
+    readonly payload: { readonly bucket: string; readonly lease: number; readonly units: number; readonly spentWithinMs: number }
+  }) => Effect.sync(() => logs.release(payload.bucket, payload.lease, payload.units, payload.spentWithinMs))
 })
 
 export interface LoggedHit {

@@ -18,6 +18,7 @@ interface Slice {
   readonly leasedAt: number
   readonly remaining: number
   units: number
+  lastSpentAt: number
 }
 
 /** The rate limiter over the entities that own the buckets: a company's, or the global throttle keyed by bucket. */
@@ -38,9 +39,16 @@ export const RateLimiterLayer = Layer.effect(
     const inFlight = new Map<string, Deferred.Deferred<LeaseGrant>>()
     const wants = new Map<string, number>()
 
+    // Every slice is settled, spent or not: the owner then counts its units from their last spend
+    // rather than from the end of the hold, so the window slides as it would hit by hit.
     const release = (slice: Slice) =>
-      slice.units <= 0 ? Effect.void : Effect.forkDetach(
-        clientOf(slice.owner, slice.bucket).Release({ bucket: slice.bucket, lease: slice.lease, units: slice.units }).pipe(
+      Effect.forkDetach(
+        clientOf(slice.owner, slice.bucket).Release({
+          bucket: slice.bucket,
+          lease: slice.lease,
+          units: slice.units,
+          spentWithinMs: Math.min(holdMs, slice.lastSpentAt - slice.leasedAt)
+        }).pipe(
           Effect.catchCause((cause) => Effect.logDebug("rate-limit slice not handed back; it expires with its window", cause))
         )
       ).pipe(Effect.asVoid)
@@ -79,7 +87,8 @@ export const RateLimiterLayer = Layer.effect(
                   expiresAt: sentAt + holdMs,
                   leasedAt: sentAt,
                   remaining: grant.remaining,
-                  units: grant.granted
+                  units: grant.granted,
+                  lastSpentAt: sentAt
                 })
               }
             })
@@ -100,6 +109,8 @@ export const RateLimiterLayer = Layer.effect(
           if (slice !== undefined) {
             if (slice.units > 0 && slice.expiresAt > now) {
               slice.units -= 1
+              slice.lastSpentAt = now
+              if (slice.units === 0) yield* retire(key, slice, now)
               return { allowed: true, remaining: slice.remaining + slice.units, retryAfterMs: 0 }
             }
             yield* retire(key, slice, now)

@@ -67,8 +67,9 @@ export interface LeaseGrant {
 
 interface Slice {
   readonly id: number
+  readonly leasedAt: number
   /** When the slice's last unit may have been spent: the hits count in the window until `at + windowMs`. */
-  readonly at: number
+  at: number
   count: number
 }
 
@@ -76,7 +77,7 @@ interface Slice {
  * A sliding-window log whose hits are handed out in slices: a slice leased at `now` for `holdMs`
  * counts as `count` hits at `now + holdMs` (the latest moment one of them can be spent), so the
  * limit holds in any window however the holders spend their slices. Unspent units handed back
- * stop counting.
+ * stop counting, and a holder that says how soon it spent the last unit moves the slice back to then.
  */
 export class LeasedLog {
   private slices: Array<Slice> = []
@@ -115,19 +116,23 @@ export class LeasedLog {
     }
     const granted = Math.max(1, Math.min(want, Math.floor(free / 8)))
     const id = ++this.next
-    this.slices.push({ id, at: now + holdMs, count: granted })
+    this.slices.push({ id, leasedAt: now, at: now + holdMs, count: granted })
     this.used += granted
     return { granted, remaining: free - granted, retryAfterMs: 0, lease: id }
   }
 
-  /** Hands back `units` unspent units of slice `lease` (nothing if it already left the window). */
-  release(lease: number, units: number) {
+  /**
+   * Settles slice `lease`: `units` unspent units come back, and the spent ones were all spent within
+   * `spentWithinMs` of the lease (measured by the holder from before it asked, so never later than here).
+   */
+  release(lease: number, units: number, spentWithinMs: number) {
     for (let i = this.slices.length - 1; i >= this.head; i--) {
       const slice = this.slices[i]
       if (slice.id !== lease) continue
       const back = Math.max(0, Math.min(units, slice.count))
       slice.count -= back
       this.used -= back
+      slice.at = Math.min(slice.at, slice.leasedAt + Math.max(0, spentWithinMs))
       return
     }
   }
@@ -156,7 +161,7 @@ export class LeasedLogs {
     return grant
   }
 
-  release(bucket: string, lease: number, units: number) {
-    this.logs.get(bucket)?.release(lease, units)
+  release(bucket: string, lease: number, units: number, spentWithinMs: number) {
+    this.logs.get(bucket)?.release(lease, units, spentWithinMs)
   }
 }

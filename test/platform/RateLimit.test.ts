@@ -74,7 +74,7 @@ describe("LeasedLog", () => {
     const windowMs = 1000
     const holdMs = 100
     const spent: Array<number> = []
-    // Two holders lease every 9 ms and 13 ms, spend their slice at the very end of the hold and hand back half.
+    // Two holders lease every 9 ms and 13 ms, spend half their slice at the very end of the hold and hand back the rest.
     for (let t = 0; t < 5000; t++) {
       for (const every of [9, 13]) {
         if (t % every !== 0) continue
@@ -82,7 +82,7 @@ describe("LeasedLog", () => {
         if (grant.granted === 0) continue
         const use = Math.ceil(grant.granted / 2)
         for (let i = 0; i < use; i++) spent.push(t + holdMs - 1)
-        log.release(grant.lease, grant.granted - use)
+        log.release(grant.lease, grant.granted - use, holdMs - 1)
       }
     }
     spent.sort((a, b) => a - b)
@@ -105,9 +105,23 @@ describe("LeasedLog", () => {
     assert.strictEqual(sizes[sizes.length - 1], 1)
     // Every unit counts until its hold ends plus the window.
     assert.strictEqual(grant.retryAfterMs, 1100)
-    log.release(1, 5)
+    log.release(1, 5, 0)
     const again = log.lease(10, 40, 1000, 100, 100)
     assert.strictEqual(again.granted, 1)
     assert.strictEqual(again.remaining, 4)
+  })
+})
+
+describe("LeasedLog settling", () => {
+  it("counts a settled slice from its last spend, not from the end of its hold", () => {
+    const log = new LeasedLog()
+    const grant = log.lease(0, 2, 1000, 1000, 2)
+    assert.strictEqual(grant.granted, 1)
+    assert.strictEqual(log.lease(0, 2, 1000, 1000, 2).granted, 1)
+    assert.strictEqual(log.lease(500, 2, 1000, 1000, 2).retryAfterMs, 1500)
+    // The first slice was spent 10 ms after its lease: it leaves the window at 1010, not 2000.
+    log.release(grant.lease, 0, 10)
+    assert.strictEqual(log.lease(1009, 2, 1000, 1000, 2).granted, 0)
+    assert.strictEqual(log.lease(1010, 2, 1000, 1000, 2).granted, 1)
   })
 })
