@@ -158,10 +158,14 @@ export class Auth extends Context.Service<Auth, {
 
       const logout = Effect.gen(function*() {
         const actor = yield* requirePersonalCredential
-        if (actor.sessionId !== null) yield* repo.deleteSession(actor.sessionId)
-        if (actor.kind === "mobile" && actor.tokenId !== null) yield* repo.revokeMobileToken(actor.userId, actor.tokenId)
-        if (actor.sessionId !== null) yield* credentials.forget([{ sessionId: actor.sessionId }])
-        if (actor.kind === "mobile" && actor.tokenId !== null) yield* credentials.forget([{ tokenId: actor.tokenId }])
+        if (actor.sessionId !== null) {
+          yield* repo.deleteSession(actor.sessionId)
+          yield* credentials.forget([{ sessionId: actor.sessionId }])
+        }
+        if (actor.kind === "mobile" && actor.tokenId !== null) {
+          yield* repo.revokeMobileToken(actor.userId, actor.tokenId)
+          yield* credentials.forget([{ tokenId: actor.tokenId }])
+        }
       }).pipe(Effect.withSpan("Auth.logout"))
 
       const personalEmail = Effect.gen(function*() {

@@ -43,7 +43,8 @@ export const DispatcherLayer = Layer.effectDiscard(Effect.gen(function*() {
         Effect.forEach([...companyIds.map(companyChannel), userChannel(userId)], (channel) => gateway.revoke(channel, userId), {
           discard: true
         })
-      )
+      ),
+      Effect.catchCause((cause) => Effect.logWarning("realtime revocation failed", cause))
     )
   ))
 }))
