@@ -17,6 +17,36 @@ export const Consume = Rpc.make("Consume", {
 })
 
 /**
+ * A slice of a bucket's budget for a runner to spend locally for `holdMs`: its units count as
+ * used from now on, so whatever the runners do with their slices the limit holds.
+ */
+export const Lease = Rpc.make("Lease", {
+  payload: {
+    bucket: Schema.String,
+    limit: Schema.Int,
+    windowMs: Schema.Int,
+    holdMs: Schema.Int,
+    want: Schema.Int
+  },
+  success: Schema.Struct({
+    granted: Schema.Int,
+    remaining: Schema.Int,
+    retryAfterMs: Schema.Int,
+    lease: Schema.Int
+  })
+})
+
+/** Settles a slice when it runs out or its hold ends: the unspent units, and how soon after the lease the last one was spent. */
+export const Release = Rpc.make("Release", {
+  payload: {
+    bucket: Schema.String,
+    lease: Schema.Int,
+    units: Schema.Int,
+    spentWithinMs: Schema.Int
+  }
+})
+
+/**
  * One hit on a log whose hits survive a restart (contact block changes): allowed only when every
  * rule has room, and then appended to the log's table before the answer.
  */
@@ -34,7 +64,7 @@ export const ConsumeLogged = Rpc.make("ConsumeLogged", {
 })
 
 /** One per company: owns the per-token rate-limit buckets and the company's other throttles. */
-export const Company = Entity.make("Company", [Consume, ConsumeLogged])
+export const Company = Entity.make("Company", [Consume, ConsumeLogged, Lease, Release])
 
 /** Throttles that belong to no company (login per e-mail and IP, signed media per IP), keyed by bucket. */
-export const Throttle = Entity.make("Throttle", [Consume])
+export const Throttle = Entity.make("Throttle", [Consume, Lease, Release])

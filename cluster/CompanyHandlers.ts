@@ -1,13 +1,33 @@
 import { Clock, Effect, Layer } from "effect"
 import { Entity } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import { type Decision, SlidingLogs } from "../src/platform/SlidingWindow.ts"
+import { type Decision, LeasedLogs, SlidingLogs } from "../src/platform/SlidingWindow.ts"
 import type { LoggedRule } from "../src/platform/RateLimiter.ts"
 import { Company, Throttle } from "./Company.ts"
 
 const consumeWith = (logs: SlidingLogs) =>
 ({ payload }: { readonly payload: { readonly bucket: string; readonly limit: number; readonly windowMs: number } }) =>
   Effect.map(Clock.currentTimeMillis, (now) => logs.consume(payload.bucket, now, payload.limit, payload.windowMs))
+
+/** Lease and Release over one set of leased logs (the token buckets), for either entity. */
+const leasesWith = (logs: LeasedLogs) => ({
+  Lease: ({ payload }: {
+    readonly payload: {
+      readonly bucket: string
+      readonly limit: number
+      readonly windowMs: number
+      readonly holdMs: number
+      readonly want: number
+    }
+  }) =>
+    Effect.map(
+      Clock.currentTimeMillis,
+      (now) => logs.lease(payload.bucket, now, payload.limit, payload.windowMs, payload.holdMs, payload.want)
+    ),
+  Release: ({ payload }: {
+    readonly payload: { readonly bucket: string; readonly lease: number; readonly units: number; readonly spentWithinMs: number }
+  }) => Effect.sync(() => logs.release(payload.bucket, payload.lease, payload.units, payload.spentWithinMs))
+})
 
 export interface LoggedHit {
   readonly subject: string
@@ -66,6 +86,7 @@ export const CompanyLayer = Company.toLayer(
 
     return Company.of({
       Consume: consumeWith(buckets),
+      ...leasesWith(new LeasedLogs()),
       ConsumeLogged: ({ payload }) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -93,7 +114,7 @@ export const CompanyLayer = Company.toLayer(
 )
 
 export const ThrottleLayer = Throttle.toLayer(
-  Effect.sync(() => Throttle.of({ Consume: consumeWith(new SlidingLogs()) })),
+  Effect.sync(() => Throttle.of({ Consume: consumeWith(new SlidingLogs()), ...leasesWith(new LeasedLogs()) })),
   { maxIdleTime: "20 minutes" }
 )
 

@@ -32,6 +32,8 @@ import { AutomationEntities } from "../cluster/AutomationHandlers.ts"
 import { AutomationStarterLayer } from "../cluster/AutomationStarterLayer.ts"
 import { Runs } from "./automations/Runs.ts"
 import { AutomationsRepo } from "./automations/Repo.ts"
+import { CredentialCache } from "./auth/Credentials.ts"
+import { Notices } from "./platform/Notices.ts"
 
 
 /** The database, after migrations have run. */
@@ -39,7 +41,8 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer))).pipe(
+const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+  Layer.provideMerge(Notices.layer),
   Layer.provideMerge(Cluster)
 )
 

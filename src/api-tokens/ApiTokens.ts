@@ -6,6 +6,7 @@ import { Events } from "../events/Events.ts"
 import { type FeatureNotAvailable, type Forbidden, type NotFound, notFound } from "../platform/Errors.ts"
 import type { ApiToken, CreateApiToken, CreatedApiToken, UpdateApiToken } from "./Domain.ts"
 import { ApiTokensRepo } from "./Repo.ts"
+import { CredentialCache } from "../auth/Credentials.ts"
 
 const tokenNotFound = () => notFound("Token not found.")
 
@@ -23,6 +24,7 @@ export class ApiTokens extends Context.Service<ApiTokens, {
     ApiTokens,
     Effect.gen(function*() {
       const repo = yield* ApiTokensRepo
+      const credentials = yield* CredentialCache
       const tokens = yield* Tokens
       const events = yield* Events
       const sql = yield* SqlClient.SqlClient
@@ -61,6 +63,8 @@ export class ApiTokens extends Context.Service<ApiTokens, {
         const company = yield* allowed("api_token.update")
         const token = yield* repo.update(company.id, id, input)
         if (Option.isNone(token)) return yield* tokenNotFound()
+        // The name is the service account's, which the token resolves to.
+        yield* credentials.forget([{ tokenId: id }])
         return token.value
       })
 
@@ -71,6 +75,8 @@ export class ApiTokens extends Context.Service<ApiTokens, {
         yield* Effect.gen(function*() {
           const deleted = yield* repo.deleteServiceAccount(company.id, id)
           if (Option.isNone(deleted)) return yield* tokenNotFound()
+          const userId = deleted.value.user_id
+          yield* credentials.forget([{ tokenId: id }, { userId }], { userId, companyIds: [company.id] })
           yield* events.emit(company.id, "api_token.deleted", { id: deleted.value.id, name: deleted.value.name })
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })

@@ -30,7 +30,7 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
     patch: { readonly name?: string | undefined; readonly description?: string | undefined }
   ): Effect.Effect<Option.Option<ApiToken>>
   /** Deletes the token's service account; its tokens and membership go with it (ON DELETE CASCADE). */
-  deleteServiceAccount(companyId: CompanyId, id: number): Effect.Effect<Option.Option<{ readonly id: number; readonly name: string }>>
+  deleteServiceAccount(companyId: CompanyId, id: number): Effect.Effect<Option.Option<{ readonly id: number; readonly name: string; readonly user_id: number }>>
 }>()("crm/api-tokens/ApiTokensRepo") {
   static readonly layer = Layer.effect(
     ApiTokensRepo,
@@ -78,11 +78,11 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
         }).pipe(sql.withTransaction, Effect.orDie)
 
       const deleteServiceAccount = (companyId: CompanyId, id: number) =>
-        sql<{ id: number; name: string }>`
+        sql<{ id: number; name: string; user_id: number }>`
           DELETE FROM users u USING api_tokens t
           WHERE t.company_id = ${companyId} AND t.kind = 'service' AND t.id = ${id}
             AND u.id = t.user_id AND u.is_service_account
-          RETURNING t.id, t.name`.pipe(
+          RETURNING t.id, t.name, t.user_id`.pipe(
           Effect.map((rows) => Option.fromNullishOr(rows[0])),
           Effect.orDie
         )

@@ -15,6 +15,7 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { CurrentActor, requirePersonalCredential } from "./Domain.ts"
 import { type LoginUser, LoginRepo } from "./LoginRepo.ts"
 import { Passwords } from "./Passwords.ts"
+import { CredentialCache } from "./Credentials.ts"
 import { AuthRepo } from "./Repo.ts"
 import { Tokens } from "./Tokens.ts"
 
@@ -69,6 +70,7 @@ export class Auth extends Context.Service<Auth, {
     Effect.gen(function*() {
       const repo = yield* LoginRepo
       const authRepo = yield* AuthRepo
+      const credentials = yield* CredentialCache
       const sql = yield* SqlClient.SqlClient
       const passwords = yield* Passwords
       const tokens = yield* Tokens
@@ -88,6 +90,7 @@ export class Auth extends Context.Service<Auth, {
         const user = found.value
         if (user.is_service_account || !user.has_membership) return yield* loginFailed()
         yield* repo.repairCurrentCompany(user.id)
+        yield* credentials.forget([{ userId: user.id }])
         return user
       })
 
@@ -117,6 +120,8 @@ export class Auth extends Context.Service<Auth, {
         function*(input: Credentials & { readonly device_name: string }, ip: string) {
           const user = yield* authenticate("login", input, ip)
           const token = yield* tokens.issueMobileToken(user.id, input.device_name)
+          // The device's previous token is gone.
+          yield* credentials.forget([{ userId: user.id }])
           const verified = user.email_verified_at !== null
           if (!verified) yield* sendCode(user.id, user.email)
           return { message: "Logged in.", email_verified: verified, token: token.plaintext }
@@ -132,7 +137,10 @@ export class Auth extends Context.Service<Auth, {
             csrf_token: randomToken(40),
             expires_at: new Date(now + sessionLifetimeMs)
           }
-          if (previousSessionId !== undefined) yield* repo.deleteSession(previousSessionId)
+          if (previousSessionId !== undefined) {
+            yield* repo.deleteSession(previousSessionId)
+            yield* credentials.forget([{ sessionId: previousSessionId }])
+          }
           yield* repo.insertSession({ ...session, user_id: user.id })
           return { session, user: { id: user.id, email: user.email, name: user.name } }
         }
@@ -150,8 +158,14 @@ export class Auth extends Context.Service<Auth, {
 
       const logout = Effect.gen(function*() {
         const actor = yield* requirePersonalCredential
-        if (actor.sessionId !== null) yield* repo.deleteSession(actor.sessionId)
-        if (actor.kind === "mobile" && actor.tokenId !== null) yield* repo.revokeMobileToken(actor.userId, actor.tokenId)
+        if (actor.sessionId !== null) {
+          yield* repo.deleteSession(actor.sessionId)
+          yield* credentials.forget([{ sessionId: actor.sessionId }])
+        }
+        if (actor.kind === "mobile" && actor.tokenId !== null) {
+          yield* repo.revokeMobileToken(actor.userId, actor.tokenId)
+          yield* credentials.forget([{ tokenId: actor.tokenId }])
+        }
       }).pipe(Effect.withSpan("Auth.logout"))
 
       const personalEmail = Effect.gen(function*() {
@@ -173,6 +187,7 @@ export class Auth extends Context.Service<Auth, {
         if (Option.isNone(attempt)) return yield* badCode()
         if (!safeEqual(codeHash(userId, email, code), attempt.value.code_hash)) return yield* badCode()
         yield* repo.markVerified(userId, now)
+        yield* credentials.forget([{ userId }])
         return { message: "E-mail verified.", email_verified: true }
       })
 

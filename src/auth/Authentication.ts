@@ -8,6 +8,7 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { type Account, type Actor, type CompanyId, CurrentActor, type UserId } from "./Domain.ts"
 import { Authentication, SessionCookie, XsrfHeader } from "./Middleware.ts"
 import { rolePermissions } from "./Permissions.ts"
+import { CredentialCache } from "./Credentials.ts"
 import { AuthRepo, type CredentialRow } from "./Repo.ts"
 
 const bearerPattern = /^(\d{1,15})\|([A-Za-z0-9]{20,128})$/
@@ -44,6 +45,7 @@ export const AuthenticationLayer = Layer.effect(
   Authentication,
   Effect.gen(function*() {
     const repo = yield* AuthRepo
+    const cache = yield* CredentialCache
     const limiter = yield* RateLimiter
     const config = yield* AppConfig
     const rule = { limit: config.rateLimitPerWindow, windowSeconds: config.rateLimitWindowSeconds }
@@ -52,7 +54,7 @@ export const AuthenticationLayer = Layer.effect(
 
     const limit = Effect.fnUntraced(function*(actor: Actor, bucket: string) {
       const owner = actor.company === null ? "global" as const : { companyId: actor.company.id }
-      const decision = yield* limiter.enforce(owner, bucket, rule).pipe(
+      const decision = yield* limiter.enforceLeased(owner, bucket, rule).pipe(
         Effect.tapError(() => addResponseHeaders({ "x-ratelimit-limit": String(rule.limit), "x-ratelimit-remaining": "0" }))
       )
       yield* addResponseHeaders({
@@ -65,7 +67,7 @@ export const AuthenticationLayer = Layer.effect(
       const match = bearerPattern.exec(Redacted.value(credential))
       if (match === null) return yield* unauthenticated()
       const tokenId = Number(match[1])
-      const row = yield* repo.findToken(tokenId)
+      const row = yield* cache.resolve(`t:${tokenId}`, repo.findToken(tokenId))
       if (Option.isNone(row)) return yield* unauthenticated()
       const token = row.value
       if (!safeEqual(sha256(match[2]), token.secret_hash)) return yield* unauthenticated()
@@ -95,7 +97,7 @@ export const AuthenticationLayer = Layer.effect(
 
     const session = Effect.fnUntraced(function*(sessionId: string | undefined) {
       if (sessionId === undefined || sessionId.length < 20 || sessionId.length > 128) return yield* unauthenticated()
-      const row = yield* repo.findSession(sessionId)
+      const row = yield* cache.resolve(`s:${sessionId}`, repo.findSession(sessionId))
       if (Option.isNone(row)) return yield* unauthenticated()
       const now = yield* Clock.currentTimeMillis
       if (row.value.expires_at.getTime() <= now) return yield* unauthenticated()

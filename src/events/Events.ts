@@ -3,11 +3,12 @@ import { Context, Effect, Layer, Option, PubSub, Queue, type Scope, Semaphore } 
 import { SqlClient, type Statement } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
+import { isNoticeFrame, noticeChannel, Notices } from "../platform/Notices.ts"
 import type { EventEnvelope } from "./Domain.ts"
 import { EventsRepo, type Notify } from "./Repo.ts"
 import { CompanyId } from "../auth/Domain.ts"
 
-const channel = "crm_events"
+const channel = noticeChannel
 // PostgreSQL caps a NOTIFY payload at 8000 bytes; bigger events travel by id.
 const inlineLimit = 7000
 
@@ -40,6 +41,7 @@ export class Events extends Context.Service<Events, {
       const repo = yield* EventsRepo
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
+      const notices = yield* Notices
       const bus = yield* PubSub.unbounded<EventEnvelope>()
       const scope = yield* Effect.scope
       const node = randomUUID()
@@ -87,7 +89,12 @@ export class Events extends Context.Service<Events, {
         let failures = 0
         const handle = (payload: string) =>
           Effect.gen(function*() {
-            const notice = JSON.parse(payload) as Notice
+            const parsed: unknown = JSON.parse(payload)
+            if (isNoticeFrame(parsed)) {
+              if (parsed.n !== notices.node) yield* notices.receive({ _tag: "Notice", topic: parsed.t, payload: parsed.p })
+              return
+            }
+            const notice = parsed as Notice
             if (notice.n === node) return
             const events = notice.e !== undefined ? [notice.e] : yield* repo.bySeq(CompanyId.make(notice.c), notice.i)
             yield* deliver(events)
@@ -96,6 +103,7 @@ export class Events extends Context.Service<Events, {
         // (a dead queue fails every take at once, so it must never be taken from again).
         const session = Effect.scoped(Effect.gen(function*() {
           const notifications = yield* pg.listen(channel)
+          yield* notices.receive({ _tag: "Listening" })
           const recovering = failures > 0
           failures = 0
           // NOTIFYs sent while nobody listened are gone; the log has their events. The heads are read

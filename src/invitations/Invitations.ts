@@ -17,6 +17,7 @@ import {
 import { Mailer } from "../platform/Mail.ts"
 import type { CreateInvitation, Invitation, InvitationStatus } from "./Domain.ts"
 import { type InvitationRow, InvitationsRepo } from "./Repo.ts"
+import { CredentialCache } from "../auth/Credentials.ts"
 
 const lifetimeMs = 7 * 86_400_000
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
@@ -45,6 +46,7 @@ export class Invitations extends Context.Service<Invitations, {
     Invitations,
     Effect.gen(function*() {
       const repo = yield* InvitationsRepo
+      const credentials = yield* CredentialCache
       const events = yield* Events
       const mailer = yield* Mailer
       const sql = yield* SqlClient.SqlClient
@@ -145,6 +147,7 @@ export class Invitations extends Context.Service<Invitations, {
                 return yield* ruleViolation("already_member", "You are already a member of this company.")
               }
               yield* repo.join(row.company_id, actor.userId, row.role)
+              yield* credentials.forget([{ userId: actor.userId }])
               yield* events.emit(row.company_id, "member.added", { id: actor.userId, role: row.role })
             }
             const updated = yield* repo.answer(row.company_id, row.id, status, actor.userId)

@@ -12,6 +12,7 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { userPhotoUrl } from "../users/Links.ts"
 import type { ChangePassword, Profile, UpdateProfile } from "./Domain.ts"
 import { type ProfilePatch, MeRepo, type UserRow } from "./Repo.ts"
+import { CredentialCache } from "../auth/Credentials.ts"
 
 const profileFields = ["name", "lastname", "phone", "timezone", "locale", "photo_media_id"] as const
 
@@ -41,6 +42,7 @@ export class Me extends Context.Service<Me, {
     Me,
     Effect.gen(function*() {
       const repo = yield* MeRepo
+      const credentials = yield* CredentialCache
       const sql = yield* SqlClient.SqlClient
       const events = yield* Events
       const passwords = yield* Passwords
@@ -93,7 +95,10 @@ export class Me extends Context.Service<Me, {
           ...(input.locale !== undefined ? { locale: input.locale } : {}),
           ...(input.photo_media_id !== undefined ? { photo: yield* photoOf(actor.company, input.photo_media_id) } : {})
         }
-        return toProfile(yield* repo.updateProfile(actor.userId, patch, yield* now), actor.company)
+        const updated = yield* repo.updateProfile(actor.userId, patch, yield* now)
+        // The account is part of the resolved credential (GET /v1/me reads it from there).
+        yield* credentials.forget([{ userId: actor.userId }])
+        return toProfile(updated, actor.company)
       })
 
       const changePassword = Effect.fn("Me.changePassword")(function*(input: ChangePassword) {
@@ -103,12 +108,15 @@ export class Me extends Context.Service<Me, {
         const ok = yield* passwords.verify(yield* repo.findPasswordHash(actor.userId), input.current_password)
         if (!ok) return yield* invalidField("current_password", "The current password is incorrect.")
         const hash = yield* passwords.hash(input.password)
-        yield* repo.replacePassword(
+        const companyIds = yield* repo.replacePassword(
           actor.userId,
           hash,
           { sessionId: actor.sessionId, tokenId: actor.kind === "mobile" ? actor.tokenId : null },
           yield* now
         )
+        // Subscriptions are granted to the user, not to one credential: all of them end, this
+        // device's too (it authorizes again with the credential it kept).
+        yield* credentials.forget([{ userId: actor.userId }], { userId: actor.userId, companyIds })
         return { message: "Password updated. Your other sessions and devices have been signed out." }
       })
 
@@ -124,6 +132,7 @@ export class Me extends Context.Service<Me, {
         // Presence: colleagues in every company of the user see the change; setting the same status again is silent.
         yield* Effect.gen(function*() {
           const companies = yield* repo.setAvailability(actor.userId, status, at)
+          yield* credentials.forget([{ userId: actor.userId }])
           for (const companyId of companies) {
             yield* events.emit(companyId, "member.availability.updated", { id: actor.userId, availability: status })
           }
@@ -139,6 +148,7 @@ export class Me extends Context.Service<Me, {
         // One column for the whole account: every session and token follows on its next request.
         const switched = yield* repo.switchCompany(actor.userId, CompanyId.make(companyId), yield* now)
         if (Option.isNone(switched)) return yield* invalidField("company_id", "You are not a member of this company.")
+        yield* credentials.forget([{ userId: actor.userId }])
         const role = switched.value.role
         return toProfile(yield* repo.findUser(actor.userId), { id: companyId, role, permissions: rolePermissions[role] })
       })

@@ -16,6 +16,7 @@ import { addResponseHeaders } from "../platform/HttpKernel.ts"
 import { Sms } from "../platform/Sms.ts"
 import { E164 } from "./Domain.ts"
 import { PhoneRepo } from "./PhoneRepo.ts"
+import { CredentialCache } from "../auth/Credentials.ts"
 
 /** The spec's code lifetime. */
 export const codeLifetimeSeconds = 600
@@ -80,6 +81,7 @@ export class PhoneVerification extends Context.Service<PhoneVerification, {
     PhoneVerification,
     Effect.gen(function*() {
       const repo = yield* PhoneRepo
+      const credentials = yield* CredentialCache
       const sms = yield* Sms
       const config = yield* AppConfig
       const rules: SendRules = { resendSeconds: config.phoneCodeResendSeconds, perHour: config.phoneCodeSendsPerHour }
@@ -162,6 +164,7 @@ export class PhoneVerification extends Context.Service<PhoneVerification, {
         if (spent.value.phone !== phone) return yield* numberChanged()
         if (!safeEqual(codeHash(userId, phone, code), spent.value.code_hash)) return yield* badCode()
         if (!(yield* repo.markVerified(userId, phone, new Date(now)))) return yield* numberChanged()
+        yield* credentials.forget([{ userId }])
         return { message: "Phone number verified.", phone: maskPhone(phone), phone_verified: true }
       })
 

@@ -35,7 +35,7 @@ export class MeRepo extends Context.Service<MeRepo, {
     passwordHash: string,
     keep: { readonly sessionId: string | null; readonly tokenId: number | null },
     now: Date
-  ): Effect.Effect<void>
+  ): Effect.Effect<ReadonlyArray<number>>
   /** Sets the status; answers the companies the user is a member of (whose colleagues see the change), when it changed. */
   setAvailability(userId: number, status: string, now: Date): Effect.Effect<ReadonlyArray<number>>
   /** Points `current_company_id` at a company the user belongs to; none when there is no such membership. */
@@ -97,6 +97,8 @@ export class MeRepo extends Context.Service<MeRepo, {
           yield* sql`DELETE FROM sessions WHERE user_id = ${userId} AND id IS DISTINCT FROM ${keep.sessionId}::text`
           yield* sql`DELETE FROM api_tokens WHERE user_id = ${userId} AND kind = 'mobile'
                      AND id IS DISTINCT FROM ${keep.tokenId}::bigint`
+          const memberships = yield* sql<{ company_id: number }>`SELECT company_id FROM memberships WHERE user_id = ${userId}`
+          return memberships.map((row) => row.company_id)
         }).pipe(sql.withTransaction, Effect.orDie)
 
       const setAvailability = (userId: number, status: string, now: Date) =>

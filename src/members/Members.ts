@@ -10,6 +10,7 @@ import { Pbx } from "../telephony/Pbx.ts"
 import { releaseOperator } from "../telephony/Telephony.ts"
 import { userPhotoUrl } from "../users/Links.ts"
 import { MembersRepo } from "./Repo.ts"
+import { CredentialCache } from "../auth/Credentials.ts"
 
 const memberNotFound = () => notFound("Member not found.")
 
@@ -26,6 +27,7 @@ export class Members extends Context.Service<Members, {
     Members,
     Effect.gen(function*() {
       const repo = yield* MembersRepo
+      const credentials = yield* CredentialCache
       const events = yield* Events
       const pbx = yield* Pbx
       const sql = yield* SqlClient.SqlClient
@@ -58,6 +60,7 @@ export class Members extends Context.Service<Members, {
             return yield* lastAdmin("role", "The last admin of the company cannot be demoted.")
           }
           yield* repo.setRole(company.id, userId, role)
+          yield* credentials.forget([{ userId }])
           yield* events.emit(company.id, "member.updated", { id: userId, role, previous_role: member.value.role })
           return withPhoto(company.id)({ ...member.value, role })
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
@@ -80,6 +83,8 @@ export class Members extends Context.Service<Members, {
             return yield* lastAdmin("member", "The last admin of the company cannot be revoked.")
           }
           yield* repo.remove(company.id, userId)
+          // Its subscriptions end through the member.removed event, on every runner.
+          yield* credentials.forget([{ userId }])
           yield* events.emit(company.id, "member.removed", { id: userId })
           // The operator row goes with the membership; the PBX must forget the SIP logins too.
           yield* sql.afterCommit(Effect.provideService(releaseOperator(company.id, userId), Pbx, pbx))

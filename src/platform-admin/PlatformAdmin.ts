@@ -6,6 +6,7 @@ import { Tokens } from "../auth/Tokens.ts"
 import { invalidField, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
 import type { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
 import { PlatformRepo } from "./Repo.ts"
+import { CredentialCache } from "../auth/Credentials.ts"
 
 const companyNotFound = () => notFound("Company not found.")
 
@@ -26,6 +27,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
       const sql = yield* SqlClient.SqlClient
       const passwords = yield* Passwords
       const tokens = yield* Tokens
+      const credentials = yield* CredentialCache
 
       const serviceAccountEmail = (field: string, email: string) =>
         Effect.flatMap(repo.findUserByEmail(email), (user) =>
@@ -46,6 +48,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
           })
           const admin = yield* repo.upsertUser({ email: input.admin.email, name: input.admin.name, password_hash: passwordHash })
           yield* repo.addMembership(CompanyId.make(company.id), admin.id, "admin")
+          yield* credentials.forget([{ userId: admin.id }])
           const token = yield* tokens.createServiceToken(company.id, { name: "platform", description: "Created with the company" })
           return { company, admin, token: token.plaintext }
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
@@ -63,6 +66,8 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
           if (Object.keys(patch).length === 0) return yield* getCompany(companyId)
           const company = yield* repo.updateCompany(companyId, patch).pipe(Effect.orDie)
           if (Option.isNone(company)) return yield* companyNotFound()
+          // The plan is part of every resolved credential of the company.
+          yield* credentials.forget([{ companyId }])
           return company.value
         }
       )
@@ -74,6 +79,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
           yield* serviceAccountEmail("email", input.email)
           const user = yield* repo.upsertUser({ email: input.email, name: input.name, password_hash: passwordHash })
           yield* repo.addMembership(companyId, user.id, input.role)
+          yield* credentials.forget([{ userId: user.id }])
           return user
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })

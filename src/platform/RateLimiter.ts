@@ -22,6 +22,12 @@ export type LoggedRule = typeof LoggedRule.Type
 /** What a rate-limit backend decides; `cluster/` implements it with the entity that owns each bucket. */
 export interface RateLimitBackend {
   consume(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
+  /**
+   * One hit spent from a slice of the bucket this runner leased from its owner: as exact as
+   * `consume` (leased units count as used), with one round trip per slice instead of per hit;
+   * `remaining` is off by at most the slices outstanding.
+   */
+  consumeLeased(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
   /** One hit on a log whose hits survive a restart: allowed only when every rule has room. */
   consumeLogged(companyId: number, log: string, subject: string, rules: ReadonlyArray<LoggedRule>): Effect.Effect<Decision>
 }
@@ -31,6 +37,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   consume(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
   /** Consumes one hit and fails with 429 (+ `Retry-After`) when the bucket is full. */
   enforce(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision, TooManyRequests>
+  /** `enforce` through this runner's leased slice (`RateLimitBackend.consumeLeased`): for the per-request token limit. */
+  enforceLeased(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision, TooManyRequests>
   /**
    * Like `enforce`, over a durable log of the company (its hits survive a restart): one hit
    * for `subject`, allowed only when every rule, per subject or company-wide, has room.
@@ -51,10 +59,12 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       return decision
     })
     const enforce = (owner: Owner, bucket: string, rule: Rule) => Effect.flatMap(backend.consume(owner, bucket, rule), refuseWhenFull)
+    const enforceLeased = (owner: Owner, bucket: string, rule: Rule) =>
+      Effect.flatMap(backend.consumeLeased(owner, bucket, rule), refuseWhenFull)
     const enforceLogged = (companyId: number, log: string, subject: string, rules: ReadonlyArray<LoggedRule>) =>
       Effect.flatMap(backend.consumeLogged(companyId, log, subject, rules), refuseWhenFull)
     const heavy = (companyId: number, caller: { readonly tokenId: number | null; readonly userId: number }) =>
       enforce({ companyId }, caller.tokenId !== null ? `heavy:token:${caller.tokenId}` : `heavy:user:${caller.userId}`, heavyRule)
-    return RateLimiter.of({ consume: backend.consume, enforce, enforceLogged, heavy })
+    return RateLimiter.of({ consume: backend.consume, enforce, enforceLeased, enforceLogged, heavy })
   }
 }

@@ -1,4 +1,5 @@
 import { Effect, Layer, Predicate, PubSub } from "effect"
+import { CredentialCache } from "../auth/Credentials.ts"
 import type { EventEnvelope } from "../events/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { companyChannel, userChannel } from "./Domain.ts"
@@ -32,6 +33,18 @@ export const DispatcherLayer = Layer.effectDiscard(Effect.gen(function*() {
     PubSub.take(subscription).pipe(
       Effect.flatMap(dispatch),
       Effect.catchCause((cause) => Effect.logWarning("realtime dispatch failed", cause))
+    )
+  ))
+  // A revoked credential (token, password change) ends the subscriptions it was granted, like a removed member's.
+  const revocations = yield* (yield* CredentialCache).revocations
+  yield* Effect.forkScoped(Effect.forever(
+    PubSub.take(revocations).pipe(
+      Effect.flatMap(({ companyIds, userId }) =>
+        Effect.forEach([...companyIds.map(companyChannel), userChannel(userId)], (channel) => gateway.revoke(channel, userId), {
+          discard: true
+        })
+      ),
+      Effect.catchCause((cause) => Effect.logWarning("realtime revocation failed", cause))
     )
   ))
 }))

@@ -176,7 +176,13 @@ describe("session mode", () => {
     await addUser(server, b.id, { email: both.email, role: "agent" })
     const bothSession = await sessionLogin(both.email, both.password)
     assert.deepStrictEqual(await eventsWith(bothSession), [a.id])
-    await query(server, "UPDATE users SET current_company_id = $1 WHERE id = $2", [b.id, both.id])
+    // Switched with another credential of the account: the session's cached resolution is dropped too.
+    const phone = await mobileLogin(server, both.email, both.password)
+    const switched = await request(server, "PUT", "/v1/me/current-company", {
+      token: phone.body.data.token,
+      body: { company_id: b.id }
+    })
+    assert.strictEqual(switched.status, 200, JSON.stringify(switched.body))
     assert.deepStrictEqual(await eventsWith(bothSession), [b.id])
   })
 })

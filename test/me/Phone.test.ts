@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { Effect, Layer, Option, PubSub } from "effect"
 import { TestClock } from "effect/testing"
 import { afterAll, beforeAll } from "vitest"
+import { CredentialCache, type SubscriptionRevocation } from "../../src/auth/Credentials.ts"
 import { type Actor, CurrentActor, type UserId } from "../../src/auth/Domain.ts"
 import { PhoneRepo, type PendingCode } from "../../src/me/PhoneRepo.ts"
 import { maskPhone, PhoneVerification } from "../../src/me/PhoneVerification.ts"
@@ -11,6 +12,12 @@ import { accountOf, addUser } from "../auth/support.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { call, type Caller, mobileCaller, sessionCaller, uniquePhone } from "./support.ts"
+
+const uncached = CredentialCache.of({
+  resolve: (_key, load) => load,
+  forget: () => Effect.void,
+  revocations: Effect.flatMap(PubSub.unbounded<SubscriptionRevocation>(), PubSub.subscribe)
+})
 
 let server: RunningServer
 beforeAll(async () => {
@@ -320,7 +327,13 @@ describe("PhoneVerification on the test clock", () => {
       phoneCodeVerifyAttempts: 5
     } as AppConfigShape
     const layer = PhoneVerification.layerNoDeps.pipe(
-      Layer.provide([Layer.succeed(PhoneRepo, repo), Layer.succeed(Sms, sms), Layer.succeed(AppConfig, config)])
+      Layer.provide([
+        Layer.succeed(PhoneRepo, repo),
+        Layer.succeed(Sms, sms),
+        Layer.succeed(AppConfig, config),
+        // One runner, nothing cached: what a verification forgets is tested over HTTP.
+        Layer.succeed(CredentialCache, uncached)
+      ])
     )
     const lastCode = () => /\b(\d{6})\b/.exec(state.outbox[state.outbox.length - 1]?.body ?? "")![1]
     const run = <A, E>(f: (phone: PhoneVerification["Service"]) => Effect.Effect<A, E, CurrentActor>) =>

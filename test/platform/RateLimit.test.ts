@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { SlidingLog } from "../../src/platform/SlidingWindow.ts"
+import { LeasedLog, SlidingLog } from "../../src/platform/SlidingWindow.ts"
 import { createCompany, request, startServer, type TestServer } from "../support/TestServer.ts"
 
 let server: TestServer
@@ -64,5 +64,64 @@ describe("SlidingLog", () => {
     assert.strictEqual(refused.allowed, false)
     assert.strictEqual(refused.retryAfterMs, 500)
     assert.strictEqual(log.consume(1000, 2, 1000).allowed, true)
+  })
+})
+
+describe("LeasedLog", () => {
+  it("never lets two holders spend more than the limit in any window, however late in the hold they spend", () => {
+    const log = new LeasedLog()
+    const limit = 50
+    const windowMs = 1000
+    const holdMs = 100
+    const spent: Array<number> = []
+    // Two holders lease every 9 ms and 13 ms, spend half their slice at the very end of the hold and hand back the rest.
+    for (let t = 0; t < 5000; t++) {
+      for (const every of [9, 13]) {
+        if (t % every !== 0) continue
+        const grant = log.lease(t, limit, windowMs, holdMs, 8)
+        if (grant.granted === 0) continue
+        const use = Math.ceil(grant.granted / 2)
+        for (let i = 0; i < use; i++) spent.push(t + holdMs - 1)
+        log.release(grant.lease, grant.granted - use, holdMs - 1)
+      }
+    }
+    spent.sort((a, b) => a - b)
+    for (let i = 0; i + limit < spent.length; i++) {
+      assert.ok(spent[i + limit] - spent[i] >= windowMs, `more than ${limit} hits within one window at ${spent[i]}`)
+    }
+    assert.ok(spent.length >= 4 * limit, `throughput kept: ${spent.length}`)
+  })
+
+  it("shrinks slices as the budget runs out, refuses when it is gone, and takes back unspent units", () => {
+    const log = new LeasedLog()
+    const sizes: Array<number> = []
+    let grant = log.lease(0, 40, 1000, 100, 100)
+    while (grant.granted > 0) {
+      sizes.push(grant.granted)
+      grant = log.lease(0, 40, 1000, 100, 100)
+    }
+    assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 40)
+    assert.strictEqual(sizes[0], 5)
+    assert.strictEqual(sizes[sizes.length - 1], 1)
+    // Every unit counts until its hold ends plus the window.
+    assert.strictEqual(grant.retryAfterMs, 1100)
+    log.release(1, 5, 0)
+    const again = log.lease(10, 40, 1000, 100, 100)
+    assert.strictEqual(again.granted, 1)
+    assert.strictEqual(again.remaining, 4)
+  })
+})
+
+describe("LeasedLog settling", () => {
+  it("counts a settled slice from its last spend, not from the end of its hold", () => {
+    const log = new LeasedLog()
+    const grant = log.lease(0, 2, 1000, 1000, 2)
+    assert.strictEqual(grant.granted, 1)
+    assert.strictEqual(log.lease(0, 2, 1000, 1000, 2).granted, 1)
+    assert.strictEqual(log.lease(500, 2, 1000, 1000, 2).retryAfterMs, 1500)
+    // The first slice was spent 10 ms after its lease: it leaves the window at 1010, not 2000.
+    log.release(grant.lease, 0, 10)
+    assert.strictEqual(log.lease(1009, 2, 1000, 1000, 2).granted, 0)
+    assert.strictEqual(log.lease(1010, 2, 1000, 1000, 2).granted, 1)
   })
 })

@@ -175,10 +175,9 @@ describe("POST /v1/broadcasting/auth", () => {
     assert.strictEqual((await authorize(token, { socket_id: "1.2", channel_name: channelB })).status, 403)
     assert.strictEqual((await authorize(token, { socket_id: "1.2", channel_name: `private-user.${a.admin.id}` })).status, 200)
 
-    await server.runInApp(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`UPDATE users SET current_company_id = ${b.id} WHERE id = ${a.admin.id}`
-    }))
+    // Switched through the API, which drops the credential this runner resolved a moment ago.
+    const switched = await request(server, "PUT", "/v1/me/current-company", { token, body: { company_id: b.id } })
+    assert.strictEqual(switched.status, 200, JSON.stringify(switched.body))
     assert.strictEqual((await authorize(token, { socket_id: "1.2", channel_name: channelA })).status, 403)
     assert.strictEqual((await authorize(token, { socket_id: "1.2", channel_name: channelB })).status, 200)
   })
