@@ -19,6 +19,8 @@ import _0026_jobs from "./0026_jobs.ts"
 import _0030_segments from "./0030_segments.ts"
 import _0031_segment_statistics from "./0031_segment_statistics.ts"
 import _0060_exports from "./0060_exports.ts"
+import _0100_company_country_status from "./0100_company_country_status.ts"
+import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -42,5 +44,7 @@ export const migrations = {
   "0026_jobs": _0026_jobs,
   "0030_segments": _0030_segments,
   "0031_segment_statistics": _0031_segment_statistics,
-  "0060_exports": _0060_exports
+  "0060_exports": _0060_exports,
+  "0100_company_country_status": _0100_company_country_status,
+  "0101_phones_renormalised": _0101_phones_renormalised
 }

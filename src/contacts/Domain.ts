@@ -12,18 +12,6 @@ export type ContactStatus = typeof ContactStatus.Type
 export const ContactPointTypes = ["mobile", "work", "home", "other"] as const
 export const ContactPointType = Schema.Literals(ContactPointTypes)
 
-/**
- * A phone in E.164 (`+` and 7 to 15 digits, no leading zero) from the spellings people type:
- * spaces, dots, dashes and parentheses are dropped, a `00` prefix becomes `+`, and bare digits
- * are read as already carrying their country code. Undefined when nothing sensible is left.
- */
-export const toE164 = (value: string): string | undefined => {
-  let compact = value.trim().replace(/[\s().-]/g, "")
-  if (compact.startsWith("00")) compact = `+${compact.slice(2)}`
-  if (!compact.startsWith("+")) compact = `+${compact}`
-  return /^\+[1-9][0-9]{6,14}$/.test(compact) ? compact : undefined
-}
-
 export const Phone = Schema.Struct({ phone: Schema.String, type: Schema.String })
 export const Email = Schema.Struct({ email: Schema.String, type: Schema.String })
 export const ContactAccount = Schema.Struct({
@@ -70,11 +58,8 @@ const required = (field: string, max: number) =>
 const list = <S extends Schema.Top>(field: string, item: S) =>
   Schema.Array(item).check(Schema.isMaxLength(50, { message: `The ${field} field must not have more than 50 items.` }))
 
-export const PhoneNumber = required("phone", 64).check(
-  Schema.makeFilter((value: string) =>
-    toE164(value) !== undefined || "The phone must be a number in international (E.164) format, e.g. +14155550123."
-  )
-)
+/** Parsed by the service (`normalizePhone`): a national spelling is read in the company's `default_country`. */
+export const PhoneNumber = required("phone", 64)
 
 export const PhoneInput = Schema.Struct({
   phone: PhoneNumber,

@@ -16,6 +16,7 @@ import {
   ServiceUnavailable,
   Unprocessable
 } from "../platform/Errors.ts"
+import { phoneDigits } from "../platform/Phones.ts"
 import { Idempotency, keyInFlight, keyMismatch, requestHash, staleAfterMs } from "../platform/Idempotency.ts"
 import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage } from "./Domain.ts"
 import { MessagesRepo } from "./Repo.ts"
@@ -80,7 +81,6 @@ const messageTypeOf = (attachments: ReadonlyArray<OutgoingAttachment>) => attach
 
 const notForwardable = new Set(["reaction", "template", "ephemeral", "unsupported", "location", "contact"])
 
-const digits = (phone: string) => phone.replace(/\D/g, "")
 const phoneAddressed = (type: ChannelType) => type === "msgr_a" || type === "msgr_a_business"
 
 const replayed = (body: unknown) => (body as { readonly data: Message }).data
@@ -243,7 +243,7 @@ export class Outbound extends Context.Service<Outbound, {
           if (Option.isNone(contact)) return yield* notFound("Contact not found.")
           const accounts = yield* threads.accountsOfContact(companyId, input.contact_id, channel.type)
           if (accounts.length === 0) {
-            const phone = contact.value.phones.map(digits).find((p) => p.length > 0)
+            const phone = contact.value.phones.map(phoneDigits).find((p) => p.length > 0)
             if (!phoneAddressed(channel.type) || phone === undefined) {
               return yield* invalid({ contact_id: [`The contact has no ${channel.type} account to send to.`] })
             }
@@ -267,7 +267,7 @@ export class Outbound extends Context.Service<Outbound, {
             accountId = account.id
             contactId = account.contact_id
           } else if (present(to.phone)) {
-            const phone = digits(to.phone)
+            const phone = phoneDigits(to.phone)
             if (phone.length < 5) return yield* invalid({ "to.phone": ["The to.phone field must be a phone number."] })
             const found = yield* threads.findAccount(companyId, channel.type, { phone })
             if (Option.isSome(found)) {

@@ -42,6 +42,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
             name: input.name,
             plan: input.plan ?? "free",
             default_currency: input.default_currency ?? null,
+            default_country: input.default_country ?? null,
             telephony_enabled: input.telephony_enabled ?? false
           })
           const admin = yield* repo.upsertUser({ email: input.admin.email, name: input.admin.name, password_hash: passwordHash })

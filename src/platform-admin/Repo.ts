@@ -7,7 +7,9 @@ interface CompanyRow {
   readonly id: number
   readonly name: string
   readonly plan: string
+  readonly status: string
   readonly default_currency: string | null
+  readonly default_country: string | null
   readonly telephony_enabled: boolean
   readonly created_at: Date
 }
@@ -20,6 +22,7 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
     readonly name: string
     readonly plan: string
     readonly default_currency: string | null
+    readonly default_country: string | null
     readonly telephony_enabled: boolean
   }): Effect.Effect<CompanyView, SqlError.SqlError>
   findCompany(companyId: CompanyId): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
@@ -33,7 +36,7 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
     PlatformRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const columns = sql`id, name, plan, default_currency, telephony_enabled, created_at`
+      const columns = sql`id, name, plan, status, default_currency, default_country, telephony_enabled, created_at`
       return PlatformRepo.of({
         insertCompany: (input) =>
           sql<CompanyRow>`INSERT INTO companies ${sql.insert(input)} RETURNING ${columns}`.pipe(

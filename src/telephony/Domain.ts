@@ -97,12 +97,6 @@ export const normalizeExtension = (value: string | null | undefined): string | n
   return extensionPattern.test(trimmed) ? trimmed : undefined
 }
 
-/** E.164-ish: optional `+`, 7 to 15 digits, first digit not 0; spaces, dots, dashes and parentheses are ignored. */
-export const normalizeNumber = (value: string): string | undefined => {
-  const compact = value.trim().replace(/[\s().-]/g, "")
-  return /^\+?[1-9][0-9]{6,14}$/.test(compact) ? compact : undefined
-}
-
 export const webUsername = (userId: number) => `agent-${userId}-web`
 export const nativeUsername = (userId: number) => `agent-${userId}`
 
