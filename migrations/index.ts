@@ -21,6 +21,7 @@ import _0031_segment_statistics from "./0031_segment_statistics.ts"
 import _0060_exports from "./0060_exports.ts"
 import _0100_company_country_status from "./0100_company_country_status.ts"
 import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
+import _0102_mail_delivery from "./0102_mail_delivery.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -46,5 +47,6 @@ export const migrations = {
   "0031_segment_statistics": _0031_segment_statistics,
   "0060_exports": _0060_exports,
   "0100_company_country_status": _0100_company_country_status,
-  "0101_phones_renormalised": _0101_phones_renormalised
+  "0101_phones_renormalised": _0101_phones_renormalised,
+  "0102_mail_delivery": _0102_mail_delivery
 }
