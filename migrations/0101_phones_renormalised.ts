@@ -1,8 +1,22 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { normalizePhone } from "../src/platform/Phones.ts"
+import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString } from "libphonenumber-js/max"
 
 const batch = 1000
+
+/** The reading of src/platform/Phones.ts as of this migration (a migration never changes with the code). */
+const normalizePhone = (value: string, defaultCountry: string | null): string | undefined => {
+  const trimmed = value.trim()
+  if (trimmed === "" || trimmed.length > 64) return undefined
+  const country = defaultCountry !== null && isSupportedCountry(defaultCountry) ? defaultCountry as CountryCode : undefined
+  const read = (text: string) => {
+    const parsed = parsePhoneNumberFromString(text, country === undefined ? undefined : { defaultCountry: country })
+    return parsed !== undefined && parsed.isValid() ? parsed.number : undefined
+  }
+  if (country !== undefined) return read(trimmed)
+  const compact = trimmed.replace(/[\s().-]/g, "")
+  return read(compact.startsWith("00") ? `+${compact.slice(2)}` : compact.startsWith("+") ? compact : `+${compact}`)
+}
 
 /**
  * Re-reads stored phone numbers with libphonenumber (`normalizePhone`, the company's

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ChannelTypes } from "../providers/Domain.ts"
+import { phoneShape } from "../platform/PhoneSchemas.ts"
 
 export const ContactId = Schema.Int
 export type ContactId = typeof ContactId.Type
@@ -59,7 +60,7 @@ const list = <S extends Schema.Top>(field: string, item: S) =>
   Schema.Array(item).check(Schema.isMaxLength(50, { message: `The ${field} field must not have more than 50 items.` }))
 
 /** Parsed by the service (`normalizePhone`): a national spelling is read in the company's `default_country`. */
-export const PhoneNumber = required("phone", 64)
+export const PhoneNumber = required("phone", 64).check(phoneShape("phone"))
 
 export const PhoneInput = Schema.Struct({
   phone: PhoneNumber,

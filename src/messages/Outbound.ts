@@ -16,7 +16,7 @@ import {
   ServiceUnavailable,
   Unprocessable
 } from "../platform/Errors.ts"
-import { phoneDigits } from "../platform/Phones.ts"
+import { invalidPhoneMessage, normalizePhone, phoneDigits } from "../platform/Phones.ts"
 import { Idempotency, keyInFlight, keyMismatch, requestHash, staleAfterMs } from "../platform/Idempotency.ts"
 import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage } from "./Domain.ts"
 import { MessagesRepo } from "./Repo.ts"
@@ -227,7 +227,12 @@ export class Outbound extends Context.Service<Outbound, {
         return yield* threads.threadContext(companyId, threadId)
       })
 
-      const resolveSendTarget = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelRow, input: SendMessage) {
+      const resolveSendTarget = Effect.fnUntraced(function*(
+        companyId: CompanyId,
+        channel: ChannelRow,
+        input: SendMessage,
+        defaultCountry: string | null
+      ) {
         if (present(input.thread_id)) {
           const thread = yield* threads.threadContext(companyId, input.thread_id)
           if (Option.isNone(thread)) return yield* notFound("Thread not found.")
@@ -267,8 +272,9 @@ export class Outbound extends Context.Service<Outbound, {
             accountId = account.id
             contactId = account.contact_id
           } else if (present(to.phone)) {
-            const phone = phoneDigits(to.phone)
-            if (phone.length < 5) return yield* invalid({ "to.phone": ["The to.phone field must be a phone number."] })
+            const e164 = normalizePhone(to.phone, defaultCountry)
+            if (e164 === undefined) return yield* invalid({ "to.phone": [invalidPhoneMessage("to.phone field", defaultCountry)] })
+            const phone = phoneDigits(e164)
             const found = yield* threads.findAccount(companyId, channel.type, { phone })
             if (Option.isSome(found)) {
               accountId = found.value.id
@@ -319,7 +325,7 @@ export class Outbound extends Context.Service<Outbound, {
         const thread = Option.isSome(known) && known.value.channel_id === input.channel_id && !known.value.channel_deleted &&
             (yield* access.canSee(company.id, actor, known.value.channel_id))
           ? known.value
-          : yield* resolveSendTarget(company.id, yield* visibility.channel(company.id, input.channel_id), input)
+          : yield* resolveSendTarget(company.id, yield* visibility.channel(company.id, input.channel_id), input, company.defaultCountry ?? null)
         const attachments = yield* outgoing(company.id, sourcesOf(input))
         return yield* deliver({
           thread,

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { Roles } from "../auth/Permissions.ts"
 import { Plans } from "../auth/Plans.ts"
-import { CountryCodeSchema } from "../platform/Phones.ts"
+import { CountryCodeSchema } from "../platform/PhoneSchemas.ts"
 
 export const Email = Schema.String.check(
   Schema.isMaxLength(255),

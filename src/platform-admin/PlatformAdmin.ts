@@ -5,6 +5,8 @@ import { Passwords } from "../auth/Passwords.ts"
 import { Tokens } from "../auth/Tokens.ts"
 import { invalidField, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
 import type { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
+import { countryCodeMessage } from "../platform/PhoneSchemas.ts"
+import { knownCountry } from "../platform/Phones.ts"
 import { PlatformRepo } from "./Repo.ts"
 
 const companyNotFound = () => notFound("Company not found.")
@@ -16,7 +18,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
     readonly token: string
   }, Unprocessable>
   getCompany(companyId: CompanyId): Effect.Effect<CompanyView, NotFound>
-  updateCompany(companyId: CompanyId, input: typeof UpdateCompany.Type): Effect.Effect<CompanyView, NotFound>
+  updateCompany(companyId: CompanyId, input: typeof UpdateCompany.Type): Effect.Effect<CompanyView, NotFound | Unprocessable>
   addUser(companyId: CompanyId, input: typeof AddUser.Type): Effect.Effect<{ readonly id: number; readonly email: string }, NotFound | Unprocessable>
 }>()("crm/platform-admin/PlatformAdmin") {
   static readonly layer = Layer.effect(
@@ -27,6 +29,9 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
       const passwords = yield* Passwords
       const tokens = yield* Tokens
 
+      const checkCountry = (code: string | null | undefined) =>
+        code === null || code === undefined || knownCountry(code) ? Effect.void : Effect.fail(invalidField("default_country", countryCodeMessage))
+
       const serviceAccountEmail = (field: string, email: string) =>
         Effect.flatMap(repo.findUserByEmail(email), (user) =>
           Option.isSome(user) && user.value.is_service_account
@@ -34,6 +39,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
             : Effect.void)
 
       const createCompany = Effect.fn("PlatformAdmin.createCompany")(function*(input: typeof CreateCompany.Type) {
+        yield* checkCountry(input.default_country)
         // Hash outside the transaction: it is the slow part and needs no lock.
         const passwordHash = yield* passwords.hash(input.admin.password)
         return yield* Effect.gen(function*() {
@@ -60,6 +66,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
 
       const updateCompany = Effect.fn("PlatformAdmin.updateCompany")(
         function*(companyId: CompanyId, input: typeof UpdateCompany.Type) {
+          yield* checkCountry(input.default_country)
           const patch = Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined))
           if (Object.keys(patch).length === 0) return yield* getCompany(companyId)
           const company = yield* repo.updateCompany(companyId, patch).pipe(Effect.orDie)

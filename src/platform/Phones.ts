@@ -1,5 +1,5 @@
+import { invalidPhoneMessage } from "./PhoneSchemas.ts"
 import { type CountryCode, isSupportedCountry, parsePhoneNumberFromString } from "libphonenumber-js/max"
-import { Schema } from "effect"
 
 /**
  * The one reading of a typed phone number: E.164 when libphonenumber (full metadata) calls it a
@@ -23,16 +23,8 @@ export const normalizePhone = (value: string, defaultCountry: string | null): st
 /** The digits of a stored E.164 number, as providers that address by phone expect them. */
 export const phoneDigits = (phone: string) => phone.replace(/\D/g, "")
 
-/** The user-facing refusal of a number `normalizePhone` does not accept. */
-export const invalidPhoneMessage = (field: string, defaultCountry: string | null) =>
-  defaultCountry === null
-    ? `The ${field} must be a valid phone number with its country code, e.g. +14155550123.`
-    : `The ${field} must be a valid phone number (international, or national in ${defaultCountry}).`
+export { invalidPhoneMessage } from "./PhoneSchemas.ts"
 
-/** ISO 3166-1 alpha-2 code that libphonenumber knows (upper case), e.g. `US`, `KZ`, `DE`. */
-export const CountryCodeSchema = Schema.String.check(
-  Schema.makeFilter((value: string) =>
-    (/^[A-Z]{2}$/.test(value) && isSupportedCountry(value)) ||
-    "The default country field must be an ISO 3166-1 alpha-2 country code such as US or DE."
-  )
-)
+/** Whether libphonenumber has metadata for the ISO 3166-1 alpha-2 `code`. */
+export const knownCountry = (code: string) => isSupportedCountry(code)
+
