@@ -24,6 +24,7 @@ import { RealtimeAuthApi } from "./realtime/Api.ts"
 import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
 import { TeamsApi } from "./teams/Api.ts"
 import { UserPhotosApi } from "./users/Api.ts"
+import { finishOpenApi } from "./platform/OpenApiDocument.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
@@ -60,6 +61,7 @@ export class Api extends HttpApi.make("crm")
   .annotateMerge(OpenApi.annotations({
     title: "Messaging and CRM Platform API",
     version: "1",
-    description: "Multi-tenant messaging and CRM API. Success bodies are `{data: …}`; errors follow the contract's shapes."
+    description: "Multi-tenant messaging and CRM API. Success bodies are `{data: …}`; errors follow the contract's shapes.",
+    transform: finishOpenApi
   }))
 {}

@@ -46,7 +46,7 @@ export const Contact = Schema.Struct({
   photo_url: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Contact" })
 export type Contact = typeof Contact.Type
 
 const text = (field: string, max: number) =>

@@ -17,7 +17,7 @@ export const Profile = Schema.Struct({
   permissions: Schema.Array(Schema.String),
   /** Signed link to `GET /v1/users/{id}/photo` made for the active company; null without a photo or an active company. */
   photo_url: Schema.NullOr(Schema.String)
-})
+}).annotate({ identifier: "Profile" })
 export type Profile = typeof Profile.Type
 
 const Text = (field: string, max: number) =>

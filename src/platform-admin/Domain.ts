@@ -32,7 +32,7 @@ export const CompanyView = Schema.Struct({
   default_country: Schema.NullOr(Schema.String),
   telephony_enabled: Schema.Boolean,
   created_at: Schema.String
-})
+}).annotate({ identifier: "Company" })
 export type CompanyView = typeof CompanyView.Type
 
 export const CreateCompany = Schema.Struct({

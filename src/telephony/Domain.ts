@@ -13,7 +13,7 @@ export const MemberTelephony = Schema.Struct({
   extension: Schema.NullOr(Schema.String),
   native_enabled: Schema.Boolean,
   registered: Schema.Boolean
-})
+}).annotate({ identifier: "MemberTelephony" })
 export type MemberTelephony = typeof MemberTelephony.Type
 
 /** The spec's "Native SIP credentials object": what a SIP client app needs, QR-importable through provisioning_uri. */
