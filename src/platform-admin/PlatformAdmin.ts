@@ -7,6 +7,7 @@ import { invalidField, type NotFound, notFound, type Unprocessable } from "../pl
 import type { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
 import { countryCodeMessage } from "../platform/PhoneSchemas.ts"
 import { knownCountry } from "../platform/Phones.ts"
+import { offsetOf, type PageInfo, pageInfo } from "../platform/Pagination.ts"
 import { PlatformRepo } from "./Repo.ts"
 
 const companyNotFound = () => notFound("Company not found.")
@@ -17,6 +18,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
     readonly admin: { readonly id: number; readonly email: string }
     readonly token: string
   }, Unprocessable>
+  listCompanies(page: number, perPage: number): Effect.Effect<{ readonly items: ReadonlyArray<CompanyView>; readonly pagination: typeof PageInfo.Type }>
   getCompany(companyId: CompanyId): Effect.Effect<CompanyView, NotFound>
   updateCompany(companyId: CompanyId, input: typeof UpdateCompany.Type): Effect.Effect<CompanyView, NotFound | Unprocessable>
   addUser(companyId: CompanyId, input: typeof AddUser.Type): Effect.Effect<{ readonly id: number; readonly email: string }, NotFound | Unprocessable>
@@ -58,6 +60,11 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 
+      const listCompanies = Effect.fn("PlatformAdmin.listCompanies")(function*(page: number, perPage: number) {
+        const { items, total } = yield* repo.listCompanies(offsetOf(page, perPage), perPage).pipe(Effect.orDie)
+        return { items, pagination: pageInfo(page, perPage, total) }
+      })
+
       const getCompany = Effect.fn("PlatformAdmin.getCompany")(function*(companyId: CompanyId) {
         const company = yield* repo.findCompany(companyId).pipe(Effect.orDie)
         if (Option.isNone(company)) return yield* companyNotFound()
@@ -86,7 +93,7 @@ export class PlatformAdmin extends Context.Service<PlatformAdmin, {
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 
-      return PlatformAdmin.of({ createCompany, getCompany, updateCompany, addUser })
+      return PlatformAdmin.of({ createCompany, listCompanies, getCompany, updateCompany, addUser })
     })
   ).pipe(Layer.provide(PlatformRepo.layer))
 }

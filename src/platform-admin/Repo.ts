@@ -25,6 +25,7 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
     readonly default_country: string | null
     readonly telephony_enabled: boolean
   }): Effect.Effect<CompanyView, SqlError.SqlError>
+  listCompanies(offset: number, limit: number): Effect.Effect<{ readonly items: ReadonlyArray<CompanyView>; readonly total: number }, SqlError.SqlError>
   findCompany(companyId: CompanyId): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
   updateCompany(companyId: CompanyId, patch: Record<string, unknown>): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
   /** Existing account by e-mail, or a new one; never changes an existing password. */
@@ -42,6 +43,13 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
           sql<CompanyRow>`INSERT INTO companies ${sql.insert(input)} RETURNING ${columns}`.pipe(
             Effect.map((rows) => view(rows[0]))
           ),
+        listCompanies: (offset, limit) =>
+          Effect.all({
+            items: sql<CompanyRow>`SELECT ${columns} FROM companies ORDER BY id LIMIT ${limit} OFFSET ${offset}`.pipe(
+              Effect.map((rows) => rows.map(view))
+            ),
+            total: sql<{ n: number }>`SELECT count(*)::int AS n FROM companies`.pipe(Effect.map((rows) => rows[0].n))
+          }),
         findCompany: (companyId) =>
           sql<CompanyRow>`SELECT ${columns} FROM companies WHERE id = ${companyId}`.pipe(
             Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), view))
