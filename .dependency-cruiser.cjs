@@ -3,7 +3,7 @@
  * cluster/ -> areas -> providers/, auth/ -> platform/; contracts import only schemas.
  */
 /** Modules a contract (`Api.ts`) may import: schemas, error schemas and the auth middleware's declaration. */
-const schemaOnly = "(^src/[^/]+/Domain\\.ts$)|(^src/platform/(Errors|Envelope|Pagination|FreeForm)\\.ts$)|(^src/platform/files/SignedQuery\\.ts$)|(^src/auth/(Middleware|Permissions|Plans)\\.ts$)|(^src/[^/]+/Api\\.ts$)|(^src/channels/HooksApi\\.ts$)"
+const schemaOnly = "(^src/[^/]+/Domain\\.ts$)|(^src/platform/(Errors|Envelope|Pagination|FreeForm|PhoneSchemas)\\.ts$)|(^src/platform/files/SignedQuery\\.ts$)|(^src/auth/(Middleware|Permissions|Plans)\\.ts$)|(^src/[^/]+/Api\\.ts$)|(^src/channels/HooksApi\\.ts$)"
 
 module.exports = {
   forbidden: [

@@ -23,6 +23,9 @@ import _0070_templates from "./0070_templates.ts"
 import _0090_automations from "./0090_automations.ts"
 import _0091_conversation_assignment from "./0091_conversation_assignment.ts"
 import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
+import _0100_company_country_status from "./0100_company_country_status.ts"
+import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
+import _0102_mail_delivery from "./0102_mail_delivery.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -50,5 +53,8 @@ export const migrations = {
   "0070_templates": _0070_templates,
   "0090_automations": _0090_automations,
   "0091_conversation_assignment": _0091_conversation_assignment,
+  "0100_company_country_status": _0100_company_country_status,
+  "0101_phones_renormalised": _0101_phones_renormalised,
+  "0102_mail_delivery": _0102_mail_delivery,
   "0105_idempotency_pending": _0105_idempotency_pending
 }

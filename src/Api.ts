@@ -26,6 +26,7 @@ import { TeamsApi } from "./teams/Api.ts"
 import { UserPhotosApi } from "./users/Api.ts"
 import { TemplatesApi } from "./templates/Api.ts"
 import { AutomationsApi } from "./automations/Api.ts"
+import { finishOpenApi } from "./platform/OpenApiDocument.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
@@ -64,6 +65,7 @@ export class Api extends HttpApi.make("crm")
   .annotateMerge(OpenApi.annotations({
     title: "Messaging and CRM Platform API",
     version: "1",
-    description: "Multi-tenant messaging and CRM API. Success bodies are `{data: …}`; errors follow the contract's shapes."
+    description: "Multi-tenant messaging and CRM API. Success bodies are `{data: …}`; errors follow the contract's shapes.",
+    transform: finishOpenApi
   }))
 {}

@@ -4,6 +4,7 @@ import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./ex
 import { ExportsRepo } from "./exports/Repo.ts"
 import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
 import { Jobs } from "./platform/Jobs.ts"
+import { MailDrainLayer } from "./platform/Mail.ts"
 import { DispatcherLayer } from "./realtime/Dispatcher.ts"
 import { StickerImportHandler } from "./stickers/Imports.ts"
 import { StickersRepo } from "./stickers/Repo.ts"
@@ -36,4 +37,11 @@ const AutomationTriggers = AutomationTriggersLayer.pipe(Layer.provide(TriggerInd
  * Every worker and consumer of committed events, in one place. Built before the HTTP server
  * listens, so the consumers subscribe before the first request can commit an event.
  */
-export const BackgroundLayer = Layer.mergeAll(DispatcherLayer, JobRunner, WebhookDeliveryLayer, RemindersLayer, AutomationTriggers)
+export const BackgroundLayer = Layer.mergeAll(
+  DispatcherLayer,
+  JobRunner,
+  WebhookDeliveryLayer,
+  RemindersLayer,
+  MailDrainLayer,
+  AutomationTriggers
+)

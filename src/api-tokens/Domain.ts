@@ -13,7 +13,7 @@ export const ApiToken = Schema.Struct({
   last_used_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "ApiToken" })
 export type ApiToken = typeof ApiToken.Type
 
 /** The create answer: the only place the plaintext bearer value ever appears. */

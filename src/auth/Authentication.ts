@@ -36,6 +36,7 @@ const companyOf = (row: CredentialRow): Actor["company"] =>
     ? {
       id: row.company_id as CompanyId,
       plan: row.plan,
+      defaultCountry: row.default_country,
       role: row.role,
       permissions: rolePermissions[row.role]
     }

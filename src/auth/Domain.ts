@@ -41,6 +41,8 @@ export interface Actor {
   readonly company: {
     readonly id: CompanyId
     readonly plan: Plan
+    /** ISO 3166-1 alpha-2: the country national phone numbers are read in; null when unset. */
+    readonly defaultCountry?: string | null
     readonly role: Role
     readonly permissions: ReadonlySet<string>
   } | null

@@ -8,6 +8,7 @@ export interface CredentialRow extends Account {
   readonly user_id: number
   readonly company_id: number | null
   readonly plan: Plan | null
+  readonly default_country: string | null
   readonly role: Role | null
 }
 
@@ -25,7 +26,10 @@ export interface SessionRow extends CredentialRow {
   readonly expires_at: Date
 }
 
-/** Credential lookups. Not tenant-scoped by design: they are what establishes the tenant. */
+/**
+ * Credential lookups. Not tenant-scoped by design: they are what establishes the tenant.
+ * A suspended company is no active company: its members get 403 until the operator reactivates it.
+ */
 export class AuthRepo extends Context.Service<AuthRepo, {
   findToken(tokenId: number): Effect.Effect<Option.Option<TokenRow>>
   touchToken(tokenId: number, now: Date, expiresAt: Date | null): Effect.Effect<void>
@@ -42,12 +46,12 @@ export class AuthRepo extends Context.Service<AuthRepo, {
       const findToken = (tokenId: number) =>
         sql<TokenRow>`
           SELECT t.id AS token_id, t.kind, t.secret_hash, t.abilities, t.expires_at, ${account},
-                 m.company_id, c.plan, m.role
+                 m.company_id, c.plan, c.default_country, m.role
           FROM api_tokens t
           JOIN users u ON u.id = t.user_id
           LEFT JOIN memberships m ON m.user_id = u.id
             AND m.company_id = CASE WHEN t.kind = 'service' THEN t.company_id ELSE u.current_company_id END
-          LEFT JOIN companies c ON c.id = m.company_id
+          LEFT JOIN companies c ON c.id = m.company_id AND c.status = 'active'
           WHERE t.id = ${tokenId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
       const touchToken = (tokenId: number, now: Date, expiresAt: Date | null) =>
         sql`UPDATE api_tokens SET last_used_at = ${now}, expires_at = COALESCE(${expiresAt}, expires_at) WHERE id = ${tokenId}`
@@ -55,11 +59,11 @@ export class AuthRepo extends Context.Service<AuthRepo, {
       const findSession = (sessionId: string) =>
         sql<SessionRow>`
           SELECT s.id AS session_id, s.csrf_token, s.expires_at, ${account},
-                 m.company_id, c.plan, m.role
+                 m.company_id, c.plan, c.default_country, m.role
           FROM sessions s
           JOIN users u ON u.id = s.user_id
           LEFT JOIN memberships m ON m.user_id = u.id AND m.company_id = u.current_company_id
-          LEFT JOIN companies c ON c.id = m.company_id
+          LEFT JOIN companies c ON c.id = m.company_id AND c.status = 'active'
           WHERE s.id = ${sessionId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
       return AuthRepo.of({ findToken, touchToken, findSession })
     })

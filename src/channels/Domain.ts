@@ -29,7 +29,7 @@ export const Channel = Schema.Struct({
   webhook_url: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Channel" })
 export type Channel = typeof Channel.Type
 
 const Name = Schema.String.check(

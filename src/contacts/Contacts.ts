@@ -13,6 +13,7 @@ import {
   type Unprocessable
 } from "../platform/Errors.ts"
 import { pageInfo } from "../platform/Pagination.ts"
+import { invalidPhoneMessage, normalizePhone } from "../platform/Phones.ts"
 import {
   type Contact,
   type CreateContact,
@@ -22,7 +23,6 @@ import {
   type MergeCounts,
   type ReplaceTags,
   type ResolveIdentifiers,
-  toE164,
   type UpdateContact
 } from "./Domain.ts"
 import { type AccountValue, type ContactRecord, ContactsRepo, type EmailValue, type PhoneValue } from "./Repo.ts"
@@ -46,17 +46,25 @@ const blankToNull = (value: string | null | undefined) => {
   return trimmed === "" ? null : trimmed
 }
 
-/** Phones in E.164 and e-mails trimmed, each kept once (first spelling wins). */
-const phonesOf = (input: ReadonlyArray<{ readonly phone: string; readonly type?: string | undefined }>): Array<PhoneValue> => {
+/** Phones in E.164 (national ones read in the company's country), each kept once (first spelling wins); 422 names every bad one. */
+const phonesOf = (
+  input: ReadonlyArray<{ readonly phone: string; readonly type?: string | undefined }>,
+  defaultCountry: string | null
+) => {
   const seen = new Set<string>()
   const out: Array<PhoneValue> = []
-  for (const item of input) {
-    const phone = toE164(item.phone)!
+  const errors: Record<string, Array<string>> = {}
+  for (const [index, item] of input.entries()) {
+    const phone = normalizePhone(item.phone, defaultCountry)
+    if (phone === undefined) {
+      errors[`phones.${index}.phone`] = [invalidPhoneMessage("phone", defaultCountry)]
+      continue
+    }
     if (seen.has(phone)) continue
     seen.add(phone)
     out.push({ phone, type: item.type ?? "mobile" })
   }
-  return out
+  return Object.keys(errors).length > 0 ? Effect.fail(invalid(errors)) : Effect.succeed(out)
 }
 
 const emailsOf = (input: ReadonlyArray<{ readonly email: string; readonly type?: string | undefined }>): Array<EmailValue> => {
@@ -194,11 +202,11 @@ export class Contacts extends Context.Service<Contacts, {
           const phone = blankToNull(identifier.phone)
           const username = blankToNull(identifier.username)?.replace(/^@/, "").toLowerCase() ?? null
           const externalId = blankToNull(identifier.external_id)
-          const e164 = phone === null ? null : toE164(phone) ?? null
+          const e164 = phone === null ? null : normalizePhone(phone, (company.defaultCountry ?? null)) ?? null
           if (phone === null && username === null && externalId === null) {
             errors[`identifiers.${index}`] = ["Each identifier needs a phone, a username or an external_id."]
           } else if (phone !== null && e164 === null) {
-            errors[`identifiers.${index}.phone`] = ["The phone must be a number in international (E.164) format, e.g. +14155550123."]
+            errors[`identifiers.${index}.phone`] = [invalidPhoneMessage("phone", (company.defaultCountry ?? null))]
           }
           return { identifier, digits: e164?.slice(1) ?? null, username, externalId, type: identifier.channel_type ?? null }
         })
@@ -231,7 +239,7 @@ export class Contacts extends Context.Service<Contacts, {
 
       const create = Effect.fn("Contacts.create")(function*(input: CreateContact) {
         const company = yield* requirePermission("contact.create")
-        const phones = phonesOf(input.phones ?? [])
+        const phones = yield* phonesOf(input.phones ?? [], (company.defaultCountry ?? null))
         const emails = emailsOf(input.emailes ?? [])
         const accounts = accountsOf(input.contactAccounts ?? [])
         const firstName = blankToNull(input.firstName)
@@ -265,7 +273,7 @@ export class Contacts extends Context.Service<Contacts, {
           if (Option.isNone(found)) return yield* contactNotFound()
           const photo = yield* photoOf(company.id, input.photo_media_id)
           const current = found.value
-          const phones = input.phones === undefined ? undefined : phonesOf(input.phones)
+          const phones = input.phones === undefined ? undefined : yield* phonesOf(input.phones, (company.defaultCountry ?? null))
           const emails = input.emailes === undefined ? undefined : emailsOf(input.emailes)
           const accounts = input.contactAccounts === undefined ? undefined : accountsOf(input.contactAccounts)
           const firstName = input.firstName === undefined ? current.firstName : blankToNull(input.firstName)

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ChannelTypes } from "../providers/Domain.ts"
+import { phoneShape } from "../platform/PhoneSchemas.ts"
 
 export const ContactId = Schema.Int
 export type ContactId = typeof ContactId.Type
@@ -11,18 +12,6 @@ export type ContactStatus = typeof ContactStatus.Type
 /** The spec leaves the phone and e-mail `type` values open; these four serve both. */
 export const ContactPointTypes = ["mobile", "work", "home", "other"] as const
 export const ContactPointType = Schema.Literals(ContactPointTypes)
-
-/**
- * A phone in E.164 (`+` and 7 to 15 digits, no leading zero) from the spellings people type:
- * spaces, dots, dashes and parentheses are dropped, a `00` prefix becomes `+`, and bare digits
- * are read as already carrying their country code. Undefined when nothing sensible is left.
- */
-export const toE164 = (value: string): string | undefined => {
-  let compact = value.trim().replace(/[\s().-]/g, "")
-  if (compact.startsWith("00")) compact = `+${compact.slice(2)}`
-  if (!compact.startsWith("+")) compact = `+${compact}`
-  return /^\+[1-9][0-9]{6,14}$/.test(compact) ? compact : undefined
-}
 
 export const Phone = Schema.Struct({ phone: Schema.String, type: Schema.String })
 export const Email = Schema.Struct({ email: Schema.String, type: Schema.String })
@@ -57,7 +46,7 @@ export const Contact = Schema.Struct({
   photo_url: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Contact" })
 export type Contact = typeof Contact.Type
 
 const text = (field: string, max: number) =>
@@ -70,11 +59,8 @@ const required = (field: string, max: number) =>
 const list = <S extends Schema.Top>(field: string, item: S) =>
   Schema.Array(item).check(Schema.isMaxLength(50, { message: `The ${field} field must not have more than 50 items.` }))
 
-export const PhoneNumber = required("phone", 64).check(
-  Schema.makeFilter((value: string) =>
-    toE164(value) !== undefined || "The phone must be a number in international (E.164) format, e.g. +14155550123."
-  )
-)
+/** Parsed by the service (`normalizePhone`): a national spelling is read in the company's `default_country`. */
+export const PhoneNumber = required("phone", 64).check(phoneShape("phone"))
 
 export const PhoneInput = Schema.Struct({
   phone: PhoneNumber,

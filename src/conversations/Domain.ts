@@ -34,11 +34,11 @@ export const Conversation = Schema.Struct({
   last_message_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Conversation" })
 export type Conversation = typeof Conversation.Type
 
 /** One conversation: its contact and the threads on channels the caller may see. */
-export const ConversationDetail = Schema.Struct({ ...Conversation.fields, threads: Schema.Array(Thread) })
+export const ConversationDetail = Schema.Struct({ ...Conversation.fields, threads: Schema.Array(Thread) }).annotate({ identifier: "ConversationDetail" })
 export type ConversationDetail = typeof ConversationDetail.Type
 
 export const ListQuery = {

@@ -43,7 +43,7 @@ export const Stage = Schema.Struct({
   name: Schema.String,
   type: StageType,
   order: Schema.Int
-})
+}).annotate({ identifier: "Stage" })
 export type Stage = typeof Stage.Type
 
 export const Funnel = Schema.Struct({
@@ -53,7 +53,7 @@ export const Funnel = Schema.Struct({
   is_default: Schema.Boolean,
   order: Schema.Int,
   stages: Schema.Array(Stage)
-})
+}).annotate({ identifier: "Funnel" })
 export type Funnel = typeof Funnel.Type
 
 export const StageInput = Schema.Struct({
@@ -90,7 +90,7 @@ export type FunnelPatch = typeof FunnelPatch.Type
 
 // ── Deal types and lost reasons ─────────────────────────────────────────────────────────
 
-export const DealType = Schema.Struct({ id: Schema.Int, name: Schema.String, order: Schema.Int })
+export const DealType = Schema.Struct({ id: Schema.Int, name: Schema.String, order: Schema.Int }).annotate({ identifier: "DealType" })
 export type DealType = typeof DealType.Type
 
 export const DealTypeInput = Schema.Struct({ name: required("name", 100), order: Schema.optional(Order) })
@@ -106,7 +106,7 @@ export const LostReason = Schema.Struct({
   order: Schema.Int,
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "LostReason" })
 export type LostReason = typeof LostReason.Type
 
 export const LostReasonInput = Schema.Struct({
@@ -164,7 +164,7 @@ const dealFields = {
   deleted_at: Schema.NullOr(Schema.String)
 }
 
-export const Deal = Schema.Struct(dealFields)
+export const Deal = Schema.Struct(dealFields).annotate({ identifier: "Deal" })
 export type Deal = typeof Deal.Type
 
 type Optionals<F> = { readonly [K in keyof F]: K extends "id" ? F[K] : Schema.optionalKey<F[K] & Schema.Top> }
@@ -286,7 +286,7 @@ export const Task = Schema.Struct({
   overdue: Schema.Boolean,
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Task" })
 export type Task = typeof Task.Type
 
 export const CreateTask = Schema.Struct({
@@ -332,7 +332,7 @@ export const DealSettings = Schema.Struct({
   default_deal_title_template: Schema.String,
   default_currency: Schema.String,
   has_funnels: Schema.Boolean
-})
+}).annotate({ identifier: "DealSettings" })
 export type DealSettings = typeof DealSettings.Type
 
 export const DealSettingsInput = Schema.Struct({

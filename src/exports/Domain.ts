@@ -56,7 +56,7 @@ export const Export = Schema.Struct({
   expires_at: Schema.NullOr(Schema.String),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Export" })
 export type Export = typeof Export.Type
 
 /** Spec limits: exports a company may start per (UTC) day. */

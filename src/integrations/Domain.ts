@@ -137,7 +137,7 @@ export const Integration = Schema.Struct({
   funnel_mappings: Schema.Array(Schema.Unknown),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Integration" })
 export type Integration = typeof Integration.Type
 
 export const LogEntry = Schema.Struct({
@@ -165,7 +165,7 @@ export const Provider = Schema.Struct({
   is_published: Schema.Boolean,
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "IntegrationProvider" })
 export type Provider = typeof Provider.Type
 
 export const SummaryItem = Schema.Struct({ type: Schema.String, count: Schema.Int })

@@ -21,7 +21,7 @@ export const Invitation = Schema.Struct({
   status: Schema.Literals(InvitationStatuses),
   expires_at: Schema.String,
   created_at: Schema.String
-})
+}).annotate({ identifier: "Invitation" })
 export type Invitation = typeof Invitation.Type
 
 export const CreateInvitation = Schema.Struct({ email: Email, role: Role })

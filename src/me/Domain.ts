@@ -17,10 +17,8 @@ export const Profile = Schema.Struct({
   permissions: Schema.Array(Schema.String),
   /** Signed link to `GET /v1/users/{id}/photo` made for the active company; null without a photo or an active company. */
   photo_url: Schema.NullOr(Schema.String)
-})
+}).annotate({ identifier: "Profile" })
 export type Profile = typeof Profile.Type
-
-export const E164 = /^\+[1-9]\d{6,14}$/
 
 const Text = (field: string, max: number) =>
   Schema.String.check(Schema.isMaxLength(max, { message: `The ${field} field must not be greater than ${max} characters.` }))
@@ -31,9 +29,8 @@ export const UpdateProfile = Schema.Struct({
     Schema.isPattern(/\S/, { message: "The name field must not be empty." })
   )),
   lastname: Schema.optionalKey(Schema.NullOr(Text("lastname", 255))),
-  phone: Schema.optionalKey(Schema.NullOr(Schema.String.check(
-    Schema.isPattern(/^$|^\+[1-9]\d{6,14}$/, { message: "The phone must be in E.164 format, e.g. +14155550123." })
-  ))),
+  /** Parsed by the service: a national spelling is read in the active company's `default_country`. */
+  phone: Schema.optionalKey(Schema.NullOr(Text("phone", 64))),
   timezone: Schema.optionalKey(Text("timezone", 64)),
   locale: Schema.optionalKey(Schema.String.check(
     Schema.isPattern(/^[A-Za-z]{2,3}([_-][A-Za-z0-9]{2,8}){0,3}$/, { message: "The locale must be a language tag such as en or pt-BR." })

@@ -8,6 +8,7 @@ import { MediaRepo } from "../media/Repo.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { type Forbidden, forbidden, invalidField, type TooManyRequests, type Unprocessable } from "../platform/Errors.ts"
+import { invalidPhoneMessage, normalizePhone } from "../platform/Phones.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { userPhotoUrl } from "../users/Links.ts"
 import type { ChangePassword, Profile, UpdateProfile } from "./Domain.ts"
@@ -18,7 +19,7 @@ const profileFields = ["name", "lastname", "phone", "timezone", "locale", "photo
 
 export const settableAvailability = ["online", "away", "offline"] as const
 
-type ActiveCompany = { readonly id: number; readonly permissions: ReadonlySet<string>; readonly role: Role } | null
+type ActiveCompany = { readonly id: number; readonly permissions: ReadonlySet<string>; readonly role: Role; readonly defaultCountry?: string | null } | null
 
 const photoInvalid = () => invalidField("photo_media_id", "The selected photo media id must be an uploaded image of the company.")
 
@@ -81,6 +82,15 @@ export class Me extends Context.Service<Me, {
         return { path: found.storage_path, mimeType: found.mime_type }
       })
 
+      /** Blank removes the number; otherwise E.164, a national spelling read in the active company's country. */
+      const phoneOf = Effect.fnUntraced(function*(company: ActiveCompany, value: string | null) {
+        if (value === null || value.trim() === "") return null
+        const country = company?.defaultCountry ?? null
+        const phone = normalizePhone(value, country)
+        if (phone === undefined) return yield* invalidField("phone", invalidPhoneMessage("phone", country))
+        return phone
+      })
+
       const updateProfile = Effect.fn("Me.updateProfile")(function*(input: UpdateProfile) {
         const actor = yield* CurrentActor
         // A body with none of the fields is a client mistake (a wrong form), not a no-op success.
@@ -90,7 +100,7 @@ export class Me extends Context.Service<Me, {
         const patch: ProfilePatch = {
           ...(input.name !== undefined ? { name: input.name.trim() } : {}),
           ...(input.lastname !== undefined ? { lastname: input.lastname } : {}),
-          ...(input.phone !== undefined ? { phone: input.phone === "" ? null : input.phone } : {}),
+          ...(input.phone !== undefined ? { phone: yield* phoneOf(actor.company, input.phone) } : {}),
           ...(input.timezone !== undefined ? { timezone: yield* checkTimezone(input.timezone) } : {}),
           ...(input.locale !== undefined ? { locale: input.locale } : {}),
           ...(input.photo_media_id !== undefined ? { photo: yield* photoOf(actor.company, input.photo_media_id) } : {})

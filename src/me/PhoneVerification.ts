@@ -13,8 +13,8 @@ import {
   type Unprocessable
 } from "../platform/Errors.ts"
 import { addResponseHeaders } from "../platform/HttpKernel.ts"
+import { normalizePhone } from "../platform/Phones.ts"
 import { Sms } from "../platform/Sms.ts"
-import { E164 } from "./Domain.ts"
 import { PhoneRepo } from "./PhoneRepo.ts"
 import { CredentialCache } from "../auth/Credentials.ts"
 
@@ -102,7 +102,7 @@ export class PhoneVerification extends Context.Service<PhoneVerification, {
           userId,
           Effect.gen(function*() {
             const phone = yield* repo.findPhone(userId)
-            if (phone === null || !E164.test(phone)) {
+            if (phone === null || normalizePhone(phone, null) !== phone) {
               return yield* invalidField("phone", "Save a phone number in E.164 format (e.g. +14155550123) before requesting a code.")
             }
             const wait = yield* waitForSend(userId, now)

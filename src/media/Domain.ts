@@ -17,7 +17,7 @@ export const Upload = Schema.Struct({
   size: Schema.Int,
   /** Voice notes only: length of the transcoded note in seconds. */
   duration: Schema.optional(Schema.NullOr(Schema.Number))
-})
+}).annotate({ identifier: "Upload" })
 export type Upload = typeof Upload.Type
 
 export interface MediaRow {

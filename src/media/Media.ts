@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
 import { BlobStore, type BlobTooLarge } from "../platform/files/BlobStore.ts"
+import { sniffBytes, sniffMime } from "../platform/files/Sniff.ts"
 import { cleanFileName, isThumbnailable, type MediaRow, type MediaType, mediaTypeOf, mimeFromFileName, type NewAttachment, normalizeMime, storageExtension, thumbnailWidths, type Upload, uploadLimitBytes, voiceLimitBytes } from "./Domain.ts"
 import { fileResponse } from "../platform/files/FileResponse.ts"
 import { Imaging, thumbnailPath, webpOfWidth } from "../platform/files/Imaging.ts"
@@ -137,7 +138,11 @@ export class Media extends Context.Service<Media, {
         const actor = yield* CurrentActor
         const file = yield* receive(parts, uploadLimitBytes, (part) =>
           Effect.succeed(store.newPath(company.id, "uploads", storageExtension(mimeOf(part.contentType, cleanFileName(part.name))))))
-        const mimeType = mimeOf(file.contentType, file.fileName)
+        const head = yield* Stream.runCollect(store.read(file.storagePath, { start: 0, end: Math.min(file.size, sniffBytes) - 1 })).pipe(
+          Effect.map((chunks) => Buffer.concat(Array.from(chunks))),
+          Effect.orDie
+        )
+        const mimeType = yield* sniffMime(head, mimeOf(file.contentType, file.fileName))
         const row = yield* repo.insert(company.id, {
           userId: actor.userId,
           type: mediaTypeOf(mimeType),

@@ -17,7 +17,7 @@ export const Member = Schema.Struct({
   telephony: Schema.Struct({ enabled: Schema.Boolean, extension: Schema.NullOr(Schema.String) }),
   /** Signed link to `GET /v1/users/{id}/photo` for the active company; null without a photo. */
   photo_url: Schema.NullOr(Schema.String)
-})
+}).annotate({ identifier: "Member" })
 export type Member = typeof Member.Type
 
 export const User = Schema.Struct({
@@ -28,7 +28,7 @@ export const User = Schema.Struct({
   role: Schema.String,
   /** Signed link to `GET /v1/users/{id}/photo` for the active company; null without a photo. */
   photo_url: Schema.NullOr(Schema.String)
-})
+}).annotate({ identifier: "MemberUser" })
 export type User = typeof User.Type
 
 export const ChangeRole = Schema.Struct({ role: Role })

@@ -54,7 +54,7 @@ export const Attachment = Schema.Struct({
   sticker_id: Schema.NullOr(Schema.Int),
   file_name: Schema.NullOr(Schema.String),
   size: Schema.NullOr(Schema.Int)
-})
+}).annotate({ identifier: "Attachment" })
 export type Attachment = typeof Attachment.Type
 
 /**
@@ -85,7 +85,7 @@ export const Message = Schema.Struct({
   can_revoke_until: Schema.NullOr(Schema.String),
   referral: Schema.NullOr(Schema.Record(Schema.String, Schema.Unknown)),
   attachments: Schema.Array(Attachment)
-})
+}).annotate({ identifier: "Message" })
 export type Message = typeof Message.Type
 
 export const StatusEntry = Schema.Struct({
@@ -107,7 +107,7 @@ export const Reaction = Schema.Struct({
   author_contact_account_id: Schema.NullOr(Schema.Int),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Reaction" })
 export type Reaction = typeof Reaction.Type
 
 // ---------------------------------------------------------------- requests

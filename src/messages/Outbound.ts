@@ -16,6 +16,7 @@ import {
   ServiceUnavailable,
   Unprocessable
 } from "../platform/Errors.ts"
+import { invalidPhoneMessage, normalizePhone, phoneDigits } from "../platform/Phones.ts"
 import { Idempotency, keyInFlight, keyMismatch, outcomeUnknownStatus, requestHash } from "../platform/Idempotency.ts"
 import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage, SendTarget } from "./Domain.ts"
 import { MessagesRepo } from "./Repo.ts"
@@ -92,7 +93,6 @@ const messageTypeOf = (attachments: ReadonlyArray<OutgoingAttachment>) => attach
 
 const notForwardable = new Set(["reaction", "template", "ephemeral", "unsupported", "location", "contact"])
 
-const digits = (phone: string) => phone.replace(/\D/g, "")
 const phoneAddressed = (type: ChannelType) => type === "msgr_a" || type === "msgr_a_business"
 
 const replayed = (body: unknown) => (body as { readonly data: Message }).data
@@ -250,7 +250,12 @@ export class Outbound extends Context.Service<Outbound, {
         return yield* threads.threadContext(companyId, threadId)
       })
 
-      const resolveSendTarget = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelRow, input: SendTarget) {
+      const resolveSendTarget = Effect.fnUntraced(function*(
+        companyId: CompanyId,
+        channel: ChannelRow,
+        input: SendTarget,
+        defaultCountry: string | null
+      ) {
         if (present(input.thread_id)) {
           const thread = yield* threads.threadContext(companyId, input.thread_id)
           if (Option.isNone(thread)) return yield* notFound("Thread not found.")
@@ -266,7 +271,7 @@ export class Outbound extends Context.Service<Outbound, {
           if (Option.isNone(contact)) return yield* notFound("Contact not found.")
           const accounts = yield* threads.accountsOfContact(companyId, input.contact_id, channel.type)
           if (accounts.length === 0) {
-            const phone = contact.value.phones.map(digits).find((p) => p.length > 0)
+            const phone = contact.value.phones.map(phoneDigits).find((p) => p.length > 0)
             if (!phoneAddressed(channel.type) || phone === undefined) {
               return yield* invalid({ contact_id: [`The contact has no ${channel.type} account to send to.`] })
             }
@@ -290,8 +295,9 @@ export class Outbound extends Context.Service<Outbound, {
             accountId = account.id
             contactId = account.contact_id
           } else if (present(to.phone)) {
-            const phone = digits(to.phone)
-            if (phone.length < 5) return yield* invalid({ "to.phone": ["The to.phone field must be a phone number."] })
+            const e164 = normalizePhone(to.phone, defaultCountry)
+            if (e164 === undefined) return yield* invalid({ "to.phone": [invalidPhoneMessage("to.phone field", defaultCountry)] })
+            const phone = phoneDigits(e164)
             const found = yield* threads.findAccount(companyId, channel.type, { phone })
             if (Option.isSome(found)) {
               accountId = found.value.id
@@ -326,7 +332,7 @@ export class Outbound extends Context.Service<Outbound, {
         return Option.isSome(known) && known.value.channel_id === channelId && !known.value.channel_deleted &&
             (yield* access.canSee(companyId, actor, known.value.channel_id))
           ? known.value
-          : yield* resolveSendTarget(companyId, yield* visibility.channel(companyId, channelId), input)
+          : yield* resolveSendTarget(companyId, yield* visibility.channel(companyId, channelId), input, actor.company?.defaultCountry ?? null)
       })
 
       const target = Effect.fn("Outbound.target")(function*(companyId: CompanyId, channelId: number, input: SendTarget) {

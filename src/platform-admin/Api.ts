@@ -4,6 +4,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpAp
 import { NotFound, ServiceUnavailable, Unauthenticated, Unprocessable } from "../platform/Errors.ts"
 import { AddUser, CompanyView, CreateCompany, UpdateCompany } from "./Domain.ts"
 import { Data } from "../platform/Envelope.ts"
+import { Paged, pageQuery } from "../platform/Pagination.ts"
 
 /** `Authorization: Bearer <PLATFORM_API_KEY>`: the operator of the platform, not a tenant. */
 export class PlatformAuth extends HttpApiMiddleware.Service<PlatformAuth>()("crm/platform-admin/PlatformAuth", {
@@ -26,6 +27,11 @@ export class PlatformApi extends HttpApiGroup.make("platform")
       }).pipe(HttpApiSchema.status(201)),
       error: Unprocessable
     }),
+    HttpApiEndpoint.get("listCompanies", "/companies", {
+      query: pageQuery({ min: 1, max: 100 }),
+      success: Data(Paged(CompanyView)),
+      error: Unprocessable
+    }).annotateMerge(OpenApi.annotations({ summary: "List companies", description: "Every company, oldest first." })),
     HttpApiEndpoint.get("getCompany", "/companies/:id", {
       params: CompanyParams,
       success: Data(CompanyView),
@@ -43,7 +49,13 @@ export class PlatformApi extends HttpApiGroup.make("platform")
       success: Data(Schema.Struct({ user: Schema.Struct({ id: Schema.Int, email: Schema.String }) }))
         .pipe(HttpApiSchema.status(201)),
       error: [NotFound, Unprocessable]
-    })
+    }),
+    HttpApiEndpoint.post("rotateKey", "/key/rotate", {
+      success: Data(Schema.Struct({ key: Schema.String }))
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Rotate the platform API key",
+      description: "A new key, shown once; the key used for this call stops working at once on every runner."
+    }))
   )
   .middleware(PlatformAuth)
   .prefix("/platform/v1")

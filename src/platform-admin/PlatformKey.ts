@@ -1,7 +1,8 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { AppConfig } from "../platform/Config.ts"
-import { randomToken } from "../platform/Crypto.ts"
+import { SqlClient } from "effect/sql"
+import { randomToken, safeEqual, safeEqualString, sha256 } from "../platform/Crypto.ts"
 import { log } from "../platform/Logging.ts"
 
 /**
@@ -32,4 +33,56 @@ export class PlatformKey extends Context.Service<PlatformKey, Option.Option<Reda
       return Option.some(Redacted.make(key))
     })
   )
+}
+
+/**
+ * The platform key in force: the configured one (PLATFORM_API_KEY or the embedded key file) until it
+ * is rotated. A rotation is recorded in `app_settings` under the configured key's hash (only the
+ * new key's hash is stored), so every runner sees it at once, and an operator who configures a
+ * different key starts afresh. Embedded mode also writes the new key to its key file.
+ */
+export class PlatformKeyRing extends Context.Service<PlatformKeyRing, {
+  check(credential: string): Effect.Effect<"ok" | "refused" | "disabled">
+  rotate: Effect.Effect<string>
+}>()("crm/platform-admin/PlatformKeyRing") {
+  static readonly layer = Layer.effect(
+    PlatformKeyRing,
+    Effect.gen(function*() {
+      const configured = yield* PlatformKey
+      const config = yield* AppConfig
+      const sql = yield* SqlClient.SqlClient
+      const setting = Option.map(configured, (key) => `platform_api_key_rotated:${sha256(Redacted.value(key)).toString("hex")}`)
+
+      const rotatedHash = (name: string) =>
+        sql<{ value: string }>`SELECT value FROM app_settings WHERE key = ${name}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0]?.value)),
+          Effect.orDie
+        )
+
+      const check = Effect.fn("PlatformKeyRing.check")(function*(credential: string) {
+        if (Option.isNone(configured) || Option.isNone(setting)) return "disabled" as const
+        const rotated = yield* rotatedHash(setting.value)
+        const ok = Option.isSome(rotated)
+          ? safeEqual(sha256(credential), Buffer.from(rotated.value, "hex"))
+          : safeEqualString(credential, Redacted.value(configured.value))
+        return ok ? "ok" as const : "refused" as const
+      })
+
+      const rotate = Effect.gen(function*() {
+        const name = Option.getOrThrow(setting)
+        const key = randomToken(40)
+        const hash = sha256(key).toString("hex")
+        yield* sql`
+          INSERT INTO app_settings (key, value) VALUES (${name}, ${hash})
+          ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`.pipe(Effect.orDie)
+        if (Option.isNone(config.databaseUrl) && config.dataDir !== "memory://" && Option.isNone(config.platformApiKey)) {
+          writeFileSync(`${config.dataDir}/platform-api-key`, key, { mode: 0o600 })
+        }
+        log.info("platform API key rotated")
+        return key
+      }).pipe(Effect.withSpan("PlatformKeyRing.rotate"))
+
+      return PlatformKeyRing.of({ check, rotate })
+    })
+  ).pipe(Layer.provide(PlatformKey.layer))
 }

@@ -7,7 +7,9 @@ interface CompanyRow {
   readonly id: number
   readonly name: string
   readonly plan: string
+  readonly status: string
   readonly default_currency: string | null
+  readonly default_country: string | null
   readonly telephony_enabled: boolean
   readonly created_at: Date
 }
@@ -20,8 +22,10 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
     readonly name: string
     readonly plan: string
     readonly default_currency: string | null
+    readonly default_country: string | null
     readonly telephony_enabled: boolean
   }): Effect.Effect<CompanyView, SqlError.SqlError>
+  listCompanies(offset: number, limit: number): Effect.Effect<{ readonly items: ReadonlyArray<CompanyView>; readonly total: number }, SqlError.SqlError>
   findCompany(companyId: CompanyId): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
   updateCompany(companyId: CompanyId, patch: Record<string, unknown>): Effect.Effect<Option.Option<CompanyView>, SqlError.SqlError>
   /** Existing account by e-mail, or a new one; never changes an existing password. */
@@ -33,12 +37,19 @@ export class PlatformRepo extends Context.Service<PlatformRepo, {
     PlatformRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const columns = sql`id, name, plan, default_currency, telephony_enabled, created_at`
+      const columns = sql`id, name, plan, status, default_currency, default_country, telephony_enabled, created_at`
       return PlatformRepo.of({
         insertCompany: (input) =>
           sql<CompanyRow>`INSERT INTO companies ${sql.insert(input)} RETURNING ${columns}`.pipe(
             Effect.map((rows) => view(rows[0]))
           ),
+        listCompanies: (offset, limit) =>
+          Effect.all({
+            items: sql<CompanyRow>`SELECT ${columns} FROM companies ORDER BY id LIMIT ${limit} OFFSET ${offset}`.pipe(
+              Effect.map((rows) => rows.map(view))
+            ),
+            total: sql<{ n: number }>`SELECT count(*)::int AS n FROM companies`.pipe(Effect.map((rows) => rows[0].n))
+          }),
         findCompany: (companyId) =>
           sql<CompanyRow>`SELECT ${columns} FROM companies WHERE id = ${companyId}`.pipe(
             Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), view))

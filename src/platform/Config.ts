@@ -70,6 +70,22 @@ export interface AppConfigShape {
    * abandoned by a dead process and is settled (must exceed PROVIDER_TIMEOUT_MS minus the deadline).
    */
   readonly idempotencyLeaseMs: number
+  /** `smtp://user:pass@host:587` (STARTTLS when offered) or `smtps://…:465`; unset: mails are logged, code redacted. */
+  readonly smtpUrl: Option.Option<Redacted.Redacted>
+  /** The From of every mail, e.g. `"Acme CRM" <no-reply@acme.test>`. */
+  readonly mailFrom: string
+  /** How often the mail drain looks for due mails. */
+  readonly mailPollMs: number
+  /** First retry delay of a refused or failed send; doubles each attempt (capped at an hour). */
+  readonly mailRetryBaseMs: number
+  /** Attempts before a mail is marked failed. */
+  readonly mailMaxAttempts: number
+  /** Twilio Messages API: with an account SID the SMS port sends through it (else the outbox sandbox). */
+  readonly twilioAccountSid: Option.Option<string>
+  readonly twilioAuthToken: Option.Option<Redacted.Redacted>
+  /** The sender: an E.164 number, or a Messaging Service SID (`MG…`). */
+  readonly twilioFrom: string
+  readonly twilioApiBase: string
 }
 
 const config = Config.all({
@@ -119,7 +135,16 @@ const config = Config.all({
   webhookLeaseMarginMs: Config.Int("WEBHOOK_LEASE_MARGIN_MS").pipe(Config.withDefault(30_000)),
   webhookPollMs: Config.Int("WEBHOOK_POLL_MS").pipe(Config.withDefault(1_000)),
   requestDeadlineMs: Config.Int("REQUEST_DEADLINE_MS").pipe(Config.withDefault(30_000)),
-  idempotencyLeaseMs: Config.Int("IDEMPOTENCY_LEASE_MS").pipe(Config.withDefault(10_000))
+  idempotencyLeaseMs: Config.Int("IDEMPOTENCY_LEASE_MS").pipe(Config.withDefault(10_000)),
+  smtpUrl: Config.option(Config.Redacted("SMTP_URL")),
+  mailFrom: Config.String("MAIL_FROM").pipe(Config.withDefault("CRM <no-reply@localhost>")),
+  mailPollMs: Config.Int("MAIL_POLL_MS").pipe(Config.withDefault(1_000)),
+  mailRetryBaseMs: Config.Int("MAIL_RETRY_BASE_MS").pipe(Config.withDefault(30_000)),
+  mailMaxAttempts: Config.Int("MAIL_MAX_ATTEMPTS").pipe(Config.withDefault(8)),
+  twilioAccountSid: Config.option(Config.String("TWILIO_ACCOUNT_SID")),
+  twilioAuthToken: Config.option(Config.Redacted("TWILIO_AUTH_TOKEN")),
+  twilioFrom: Config.String("TWILIO_FROM").pipe(Config.withDefault("")),
+  twilioApiBase: Config.String("TWILIO_API_BASE").pipe(Config.withDefault("https://api.twilio.com"))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {

@@ -1,5 +1,7 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { createTransport } from "nodemailer"
+import { AppConfig } from "./Config.ts"
 
 export interface Mail {
   readonly to: string
@@ -12,8 +14,9 @@ export class Mailer extends Context.Service<Mailer, {
   send(mail: Mail): Effect.Effect<void>
 }>()("crm/platform/Mailer") {
   /**
-   * The sandbox: every mail becomes a row of `outbound_emails`, readable in dev.
-   * Called inside a transaction it commits or rolls back with the caller's write.
+   * The outbox: every mail becomes a `pending` row of `outbound_emails`; the drain (`MailDrainLayer`)
+   * sends it. Called inside a transaction it commits or rolls back with the caller's write, so a
+   * rolled-back invitation never mails.
    */
   static readonly layer = Layer.effect(
     Mailer,
@@ -26,3 +29,133 @@ export class Mailer extends Context.Service<Mailer, {
     })
   )
 }
+
+/** The server did not accept the mail. `permanent` (an SMTP 5xx): retrying cannot help. */
+export class MailRefused extends Data.TaggedError("MailRefused")<{
+  readonly message: string
+  readonly permanent: boolean
+}> {}
+
+/** Where the drain hands a mail: SMTP when `SMTP_URL` is set, else the log. */
+export class MailTransport extends Context.Service<MailTransport, {
+  readonly kind: "smtp" | "log"
+  /** Resolves once the server accepted the message (its id), fails when it did not. */
+  deliver(mail: Mail): Effect.Effect<string, MailRefused>
+}>()("crm/platform/MailTransport") {
+  static readonly layer = Layer.effect(
+    MailTransport,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      if (Option.isNone(config.smtpUrl)) {
+        yield* Effect.logInfo("SMTP_URL is not set: mails are written to the log (codes redacted), not sent")
+        return MailTransport.of({
+          kind: "log",
+          deliver: (mail) =>
+            Effect.logInfo("mail not sent (no SMTP_URL)").pipe(
+              Effect.annotateLogs({ to: mail.to, subject: mail.subject, text: redactSecrets(mail.body) }),
+              Effect.as("logged")
+            )
+        })
+      }
+      const transport = createTransport(withTimeouts(Redacted.value(config.smtpUrl.value)), { from: config.mailFrom })
+      yield* Effect.addFinalizer(() => Effect.sync(() => transport.close()))
+      return MailTransport.of({
+        kind: "smtp",
+        deliver: (mail) =>
+          Effect.tryPromise({
+            try: () => transport.sendMail({ to: mail.to, subject: mail.subject, text: mail.body }),
+            catch: (error) => {
+              const code = (error as { responseCode?: number }).responseCode
+              return new MailRefused({
+                message: error instanceof Error ? error.message : String(error),
+                permanent: code !== undefined && code >= 500
+              })
+            }
+          }).pipe(Effect.map((info) => String(info.messageId ?? "")))
+      })
+    })
+  )
+}
+
+/** Short timeouts (unless the URL sets its own), so one exchange fits well inside a claim's lease. */
+const withTimeouts = (smtpUrl: string) => {
+  const url = new URL(smtpUrl)
+  for (const [key, ms] of [["connectionTimeout", 10_000], ["greetingTimeout", 10_000], ["socketTimeout", 30_000]] as const) {
+    if (!url.searchParams.has(key)) url.searchParams.set(key, String(ms))
+  }
+  return url.toString()
+}
+
+/** Codes (4+ digits) and link tokens (20+ URL-safe characters) out of a mail body, for the log. */
+export const redactSecrets = (text: string) =>
+  text.replace(/\b\d{4,}\b/g, "[redacted]").replace(/[A-Za-z0-9_-]{20,}/g, "[redacted]")
+
+interface OutboxRow {
+  readonly id: number
+  readonly to_address: string
+  readonly subject: string
+  readonly body: string
+  readonly attempts: number
+}
+
+const claimBatch = 20
+/** Longer than one SMTP exchange may take (connection, greeting and socket timeouts). */
+const lease = Duration.minutes(2)
+
+/**
+ * One pass over the outbox: claims due mails (committed as `sending` before the server is
+ * contacted), delivers each and records the outcome. A refused send is retried with doubling
+ * backoff up to `MAIL_MAX_ATTEMPTS`; an accepted one is `sent` and never claimed again. A claim
+ * whose lease ran out (its runner died mid-send) may have been accepted, so it becomes `unknown`,
+ * not a second send. Returns how many mails were claimed.
+ */
+export const drainMail = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const transport = yield* MailTransport
+  const config = yield* AppConfig
+  const now = new Date(yield* Clock.currentTimeMillis)
+  const lost = yield* sql<{ id: number; to_address: string }>`
+    UPDATE outbound_emails SET status = 'unknown', lease_until = NULL, last_error = 'the sender stopped during the SMTP exchange'
+    WHERE status = 'sending' AND lease_until < ${now} RETURNING id, to_address`
+  for (const row of lost) {
+    yield* Effect.logWarning("mail outcome unknown: not sent again").pipe(Effect.annotateLogs({ mail_id: row.id, to: row.to_address }))
+  }
+  const claimed = yield* sql<OutboxRow>`
+    UPDATE outbound_emails SET status = 'sending', attempts = attempts + 1, lease_until = ${new Date(now.getTime() + Duration.toMillis(lease))}
+    WHERE id IN (
+      SELECT id FROM outbound_emails WHERE status = 'pending' AND next_attempt_at <= ${now}
+      ORDER BY next_attempt_at, id LIMIT ${claimBatch} FOR UPDATE SKIP LOCKED)
+    RETURNING id, to_address, subject, body, attempts`
+  for (const row of claimed) {
+    const outcome = yield* transport.deliver({ to: row.to_address, subject: row.subject, body: row.body }).pipe(Effect.result)
+    const at = new Date(yield* Clock.currentTimeMillis)
+    if (outcome._tag === "Success") {
+      yield* sql`
+        UPDATE outbound_emails SET status = ${transport.kind === "smtp" ? "sent" : "logged"}, sent_at = ${at},
+          message_id = ${outcome.success}, lease_until = NULL, last_error = NULL
+        WHERE id = ${row.id}`
+      continue
+    }
+    const error = outcome.failure
+    const final = error.permanent || row.attempts >= config.mailMaxAttempts
+    const delay = Math.min(config.mailRetryBaseMs * 2 ** (row.attempts - 1), 3_600_000)
+    yield* sql`
+      UPDATE outbound_emails SET status = ${final ? "failed" : "pending"}, lease_until = NULL, last_error = ${error.message.slice(0, 1000)},
+        next_attempt_at = ${new Date(at.getTime() + delay)}
+      WHERE id = ${row.id}`
+    yield* (final ? Effect.logError("mail not delivered") : Effect.logWarning("mail refused; will retry")).pipe(
+      Effect.annotateLogs({ mail_id: row.id, attempt: row.attempts, error: error.message, ...(final ? {} : { retry_in_ms: delay }) })
+    )
+  }
+  return claimed.length
+}).pipe(Effect.withSpan("Mail.drain"))
+
+/** The mail drain: a sweep every `MAIL_POLL_MS`, at once again while a sweep found a full batch. Register in `src/Background.ts`. */
+export const MailDrainLayer = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const sweep: Effect.Effect<void, never, SqlClient.SqlClient | MailTransport | AppConfig> = drainMail.pipe(
+    Effect.flatMap((claimed) => (claimed >= claimBatch ? sweep : Effect.void)),
+    Effect.catchCause((cause) => Effect.logWarning("mail drain sweep failed", cause))
+  )
+  yield* Effect.forkScoped(Effect.forever(sweep.pipe(Effect.andThen(Effect.sleep(Duration.millis(config.mailPollMs))))))
+})).pipe(Layer.provide(MailTransport.layer))

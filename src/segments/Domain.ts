@@ -53,7 +53,7 @@ export const Segment = Schema.Struct({
   members: Schema.NullOr(Schema.Array(Schema.Int)),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Segment" })
 export type Segment = typeof Segment.Type
 
 export const MaxConditions = 50

@@ -26,7 +26,7 @@ export const Sticker = Schema.Struct({
   is_animated: Schema.Boolean,
   emoji_tags: Schema.Array(Schema.String),
   position: Schema.Int
-})
+}).annotate({ identifier: "Sticker" })
 export type Sticker = typeof Sticker.Type
 
 export const StickerPack = Schema.Struct({
@@ -38,7 +38,7 @@ export const StickerPack = Schema.Struct({
   position: Schema.Int,
   stickers_count: Schema.Int,
   stickers: Schema.Array(Sticker)
-})
+}).annotate({ identifier: "StickerPack" })
 export type StickerPack = typeof StickerPack.Type
 
 export const Skipped = Schema.Struct({ filename: Schema.String, reason: Schema.String })

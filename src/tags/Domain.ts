@@ -11,7 +11,7 @@ export const Tag = Schema.Struct({
   contacts_count: Schema.Int,
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Tag" })
 export type Tag = typeof Tag.Type
 
 const Name = Schema.String.check(

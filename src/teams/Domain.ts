@@ -21,7 +21,7 @@ export const Team = Schema.Struct({
   member_ids: Schema.Array(Schema.Int),
   created_at: Schema.String,
   updated_at: Schema.String
-})
+}).annotate({ identifier: "Team" })
 export type Team = typeof Team.Type
 
 const Name = Schema.String.check(

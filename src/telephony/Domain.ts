@@ -13,7 +13,7 @@ export const MemberTelephony = Schema.Struct({
   extension: Schema.NullOr(Schema.String),
   native_enabled: Schema.Boolean,
   registered: Schema.Boolean
-})
+}).annotate({ identifier: "MemberTelephony" })
 export type MemberTelephony = typeof MemberTelephony.Type
 
 /** The spec's "Native SIP credentials object": what a SIP client app needs, QR-importable through provisioning_uri. */
@@ -95,12 +95,6 @@ export const normalizeExtension = (value: string | null | undefined): string | n
   const trimmed = (value ?? "").trim()
   if (trimmed === "") return null
   return extensionPattern.test(trimmed) ? trimmed : undefined
-}
-
-/** E.164-ish: optional `+`, 7 to 15 digits, first digit not 0; spaces, dots, dashes and parentheses are ignored. */
-export const normalizeNumber = (value: string): string | undefined => {
-  const compact = value.trim().replace(/[\s().-]/g, "")
-  return /^\+?[1-9][0-9]{6,14}$/.test(compact) ? compact : undefined
 }
 
 export const webUsername = (userId: number) => `agent-${userId}-web`

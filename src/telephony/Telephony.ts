@@ -12,6 +12,7 @@ import {
   type TooManyRequests,
   type Unprocessable
 } from "../platform/Errors.ts"
+import { normalizePhone } from "../platform/Phones.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { TelephonyConfig } from "./Config.ts"
 import {
@@ -24,7 +25,6 @@ import {
   type NativeCredentials,
   nativeUsername,
   normalizeExtension,
-  normalizeNumber,
   provisioningUri,
   type SipLogin,
   webUsername
@@ -393,7 +393,7 @@ export class Telephony extends Context.Service<Telephony, {
 
       const externalCall = Effect.fn("Telephony.externalCall")(function*(input: ExternalCall) {
         const { company, op } = yield* originating
-        const number = normalizeNumber(input.number)
+        const number = normalizePhone(input.number, company.defaultCountry ?? null)
         if (number === undefined) return yield* invalidField("number", "The number field must be a valid phone number.")
         const contactId = input.contact_id ?? null
         // Spec: a foreign or unknown contact is refused, never replaced by a lookup of the number.

@@ -44,7 +44,7 @@ describe("contacts CRUD", () => {
       firstName: " Ann ",
       lastName: "Lee",
       company: "Acme",
-      phones: [{ phone: "+1 (415) 555-0123" }, { phone: "0014155550123", type: "work" }, { phone: "447700900123", type: "home" }],
+      phones: [{ phone: "+1 (415) 555-0123" }, { phone: "0014155550123", type: "work" }, { phone: "447911123456", type: "home" }],
       emailes: [{ email: "ann@example.test" }, { email: "ANN@example.test", type: "home" }],
       contactAccounts: [{ channel_type: "msgr_b", external_id: "9001", username: "annlee" }]
     })
@@ -54,7 +54,7 @@ describe("contacts CRUD", () => {
     assert.strictEqual(created.firstName, "Ann")
     assert.strictEqual(created.displayName, "Ann Lee")
     assert.strictEqual(created.company, "Acme")
-    assert.deepStrictEqual(created.phones, [{ phone: "+14155550123", type: "mobile" }, { phone: "+447700900123", type: "home" }])
+    assert.deepStrictEqual(created.phones, [{ phone: "+14155550123", type: "mobile" }, { phone: "+447911123456", type: "home" }])
     assert.deepStrictEqual(created.emailes, [{ email: "ann@example.test", type: "work" }])
     assert.strictEqual(created.contactAccounts.length, 1)
     assert.deepStrictEqual(
@@ -94,7 +94,7 @@ describe("contacts CRUD", () => {
     })
     assert.strictEqual(bad.status, 422)
     assert.deepStrictEqual(Object.keys(bad.body.errors).sort(), ["contactAccounts.0.channel_type", "emailes.0.email", "phones.0.phone", "status"])
-    assert.strictEqual(bad.body.errors["phones.0.phone"][0], "The phone must be a number in international (E.164) format, e.g. +14155550123.")
+    assert.strictEqual(bad.body.errors["phones.0.phone"][0], "The phone must be a valid phone number with its country code, e.g. +14155550123.")
   })
 
   it("refuses an account already linked to another contact", async () => {
@@ -314,10 +314,10 @@ describe("lookup, channel options and identifiers", () => {
     const company = await createCompany(server)
     const ann = await createContact(server, company.token, { firstName: "Ann", phones: [{ phone: "+14155550123" }] })
     const kit = await createContact(server, company.token, { contactAccounts: [{ channel_type: "msgr_b", external_id: "tg-7", username: "Kit" }] })
-    const wa = await createContact(server, company.token, { contactAccounts: [{ channel_type: "msgr_a_business", external_id: "447700900999" }] })
+    const wa = await createContact(server, company.token, { contactAccounts: [{ channel_type: "msgr_a_business", external_id: "447911123999" }] })
     const identifiers = [
       { phone: "001 415 555 0123" },
-      { phone: "+44 7700 900999" },
+      { phone: "+44 7911 123999" },
       { username: "@kit" },
       { username: "kit", channel_type: "msgr_a" },
       { external_id: "tg-7", channel_type: "msgr_b" },

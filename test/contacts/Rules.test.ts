@@ -1,9 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { decideLogged } from "../../cluster/CompanyHandlers.ts"
 import { blockRules } from "../../src/contacts/Blocking.ts"
-import { toE164 } from "../../src/contacts/Domain.ts"
 import { callState } from "../../src/contacts/Eligibility.ts"
 import type { PermissionRequestRow } from "../../src/contacts/EligibilityRepo.ts"
+import { normalizePhone } from "../../src/platform/Phones.ts"
 
 const hour = 3_600_000
 const now = 10 * 24 * hour
@@ -76,11 +76,23 @@ describe("call-permission state", () => {
   })
 })
 
-describe("E.164", () => {
-  it("normalizes the usual spellings and refuses what is not a number", () => {
-    assert.strictEqual(toE164("+1 (415) 555-0123"), "+14155550123")
-    assert.strictEqual(toE164("0044 7700 900123"), "+447700900123")
-    assert.strictEqual(toE164("79161234567"), "+79161234567")
-    for (const bad of ["12", "+0123456789", "phone", "+1234567890123456", ""]) assert.strictEqual(toE164(bad), undefined, bad)
+describe("phone numbers (libphonenumber)", () => {
+  it("normalizes the usual international spellings and refuses what is not a number", () => {
+    assert.strictEqual(normalizePhone("+1 (415) 555-0123", null), "+14155550123")
+    assert.strictEqual(normalizePhone("0044 7911 123456", null), "+447911123456")
+    assert.strictEqual(normalizePhone("79161234567", null), "+79161234567")
+    for (const bad of ["12", "+0123456789", "phone", "+1234567890123456", "", "+1 000 000 0000", "+4155550123"]) {
+      assert.strictEqual(normalizePhone(bad, null), undefined, bad)
+    }
+  })
+
+  it("reads a national number in the default country, and only there", () => {
+    assert.strictEqual(normalizePhone("(415) 555-0123", "US"), "+14155550123")
+    assert.strictEqual(normalizePhone("(415) 555-0123", null), undefined)
+    assert.strictEqual(normalizePhone("8 701 123 4567", "KZ"), "+77011234567")
+    assert.strictEqual(normalizePhone("030 1234567", "DE"), "+49301234567")
+    // An international spelling wins over the default country.
+    assert.strictEqual(normalizePhone("+44 7911 123456", "US"), "+447911123456")
+    assert.strictEqual(normalizePhone("000 000 0000", "US"), undefined)
   })
 })

@@ -39,4 +39,4 @@ export const sessionCaller = async (server: RunningServer, email: string, passwo
 let counter = 0
 /** A fresh E.164 number (+1 555 …), unique enough across parallel files and runs. */
 export const uniquePhone = () =>
-  `+1555${String((Date.now() * 7 + counter++ * 104_729 + Math.floor(Math.random() * 1e6)) % 1e7).padStart(7, "0")}`
+  `+1202${2 + (counter++ % 8)}${String((Date.now() * 7 + counter * 104_729 + Math.floor(Math.random() * 1e6)) % 1e6).padStart(6, "0")}`

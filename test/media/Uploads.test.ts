@@ -47,7 +47,8 @@ describe("POST /v1/uploads", () => {
       { bytes: await jpeg(20, 20), name: "p.jpg", type: "image/jpeg", expected: "image" },
       { bytes: await webp(20, 20), name: "p.webp", type: "image/webp", expected: "image" },
       { bytes: tone("mp3"), name: "song.mp3", type: "audio/mpeg", expected: "audio" },
-      { bytes: new Uint8Array([0, 0, 0, 24, 102, 116, 121, 112]), name: "clip.mp4", type: "video/mp4", expected: "video" },
+      // An ftyp box with the isom brand: what file-type recognises as MP4.
+      { bytes: new Uint8Array([0, 0, 0, 24, ...new TextEncoder().encode("ftypisom"), 0, 0, 2, 0, ...new TextEncoder().encode("isomiso2")]), name: "clip.mp4", type: "video/mp4", expected: "video" },
       { bytes: new TextEncoder().encode("%PDF-1.4 fake"), name: "report.pdf", type: "application/pdf", expected: "document" },
       // A generic type falls back to the name's extension.
       { bytes: new TextEncoder().encode("a,b\n1,2\n"), name: "table.csv", type: "application/octet-stream", expected: "document" }

@@ -81,14 +81,14 @@ describe("POST /v1/messages/send", () => {
     assert.strictEqual(created.filter((e) => e.payload.conversation_id === byId.body.data.conversation_id).length, 1)
 
     const qr = await createChannel(server, a.token, "msgr_a")
-    const byPhone = await send(server, a.token, { channel_id: qr, to: { phone: "+1 (555) 010-7788" }, text: "by phone" })
+    const byPhone = await send(server, a.token, { channel_id: qr, to: { phone: "+1 (202) 555-7788" }, text: "by phone" })
     assert.strictEqual(byPhone.status, 201, JSON.stringify(byPhone.body))
     const [account] = await query<{ external_id: string }>(
       server,
       "SELECT ca.external_id FROM threads t JOIN contact_accounts ca ON ca.id = t.contact_account_id WHERE t.id = $1",
       [byPhone.body.data.thread_id]
     )
-    assert.strictEqual(account.external_id, "15550107788")
+    assert.strictEqual(account.external_id, "12025557788")
 
     const username = unique("ann").replace(/-/g, "_")
     await inbound(server, a.token, channel, { from: { external_id: unique("tg"), username } })
@@ -97,7 +97,7 @@ describe("POST /v1/messages/send", () => {
     const unknown = await send(server, a.token, { channel_id: channel, to: { username: "nobody_known_here" }, text: "x" })
     assert.strictEqual(unknown.status, 422)
     assert.deepStrictEqual(Object.keys(unknown.body.errors), ["to.username"])
-    const phoneOnTelegram = await send(server, a.token, { channel_id: channel, to: { phone: "+15550000000" }, text: "x" })
+    const phoneOnTelegram = await send(server, a.token, { channel_id: channel, to: { phone: "+12025550000" }, text: "x" })
     assert.strictEqual(phoneOnTelegram.status, 422)
     assert.deepStrictEqual(Object.keys(phoneOnTelegram.body.errors), ["to.phone"])
   })

@@ -38,7 +38,7 @@ describe("platform API", () => {
     assert.strictEqual(res.status, 201, JSON.stringify(res.body))
     const { company, admin, token } = res.body.data
     assert.deepStrictEqual(Object.keys(res.body.data).sort(), ["admin", "company", "token"])
-    assert.deepStrictEqual(Object.keys(company).sort(), ["created_at", "default_currency", "id", "name", "plan", "telephony_enabled"])
+    assert.deepStrictEqual(Object.keys(company).sort(), ["created_at", "default_country", "default_currency", "id", "name", "plan", "status", "telephony_enabled"])
     assert.strictEqual(company.name, "Acme")
     assert.strictEqual(company.plan, "free")
     assert.strictEqual(company.default_currency, null)

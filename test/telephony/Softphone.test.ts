@@ -17,7 +17,7 @@ const endpoints: Array<[string, string, unknown?]> = [
   ["POST", "/v1/softphone/external/reset-password"],
   ["GET", "/v1/softphone/colleagues"],
   ["POST", "/v1/softphone/internal-call", { extension: "100" }],
-  ["POST", "/v1/softphone/external-call", { number: "+15550100" }]
+  ["POST", "/v1/softphone/external-call", { number: "+12025550100" }]
 ]
 
 /** A company with telephony on, an admin operator, and two agent operators (the second with extension 202). */
@@ -208,28 +208,28 @@ describe("softphone", () => {
     const foreign = await seedContact(other.company.id)
     const call = (body: unknown) => request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body })
 
-    const plain = await call({ number: "+1 (555) 010-0199" })
+    const plain = await call({ number: "+1 (202) 555-0199" })
     assert.strictEqual(plain.status, 202, JSON.stringify(plain.body))
-    const withContact = await call({ number: "+15550100", contact_id: own })
+    const withContact = await call({ number: "+12025550100", contact_id: own })
     assert.strictEqual(withContact.status, 202)
     const calls = await pbxCalls(server, company.id)
     assert.deepStrictEqual(calls.map((c) => c.to), [
-      { kind: "external", number: "+15550100199" },
-      { kind: "external", number: "+15550100" }
+      { kind: "external", number: "+12025550199" },
+      { kind: "external", number: "+12025550100" }
     ])
     const rows = await callRows(company.id)
     assert.deepStrictEqual(rows.map((r: any) => [r.kind, r.number, r.contact_id]), [
-      ["external", "+15550100199", null],
-      ["external", "+15550100", own]
+      ["external", "+12025550199", null],
+      ["external", "+12025550100", own]
     ])
 
     for (const contact_id of [foreign, 999999999]) {
-      const res = await call({ number: "+15550100", contact_id })
+      const res = await call({ number: "+12025550100", contact_id })
       assert.strictEqual(res.status, 422)
       assert.deepStrictEqual(res.body.errors, { contact_id: ["The selected contact is invalid."] })
     }
     await query(server, "UPDATE contacts SET deleted_at = now() WHERE id = $1", [own])
-    assert.strictEqual((await call({ number: "+15550100", contact_id: own })).status, 422)
+    assert.strictEqual((await call({ number: "+12025550100", contact_id: own })).status, 422)
     for (const number of ["", "abc", "+0123456", "12345", "+1234567890123456", "+1 555 CALL NOW"]) {
       const res = await call({ number })
       assert.strictEqual(res.status, 422, number)
@@ -246,12 +246,12 @@ describe("softphone", () => {
     for (let i = 0; i < 20; i++) {
       const res = i % 2 === 0
         ? await request(server, "POST", "/v1/softphone/internal-call", { token: alice.token, body: { callee_user_id: bob.id } })
-        : await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: "+15550100" } })
+        : await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: "+12025550100" } })
       assert.strictEqual(res.status, 202, `call ${i}: ${JSON.stringify(res.body)}`)
     }
     for (const [path, body] of [
       ["/v1/softphone/internal-call", { callee_user_id: bob.id }],
-      ["/v1/softphone/external-call", { number: "+15550100" }]
+      ["/v1/softphone/external-call", { number: "+12025550100" }]
     ] as const) {
       const res = await request(server, "POST", path, { token: alice.token, body })
       assert.strictEqual(res.status, 429)
@@ -262,7 +262,7 @@ describe("softphone", () => {
     }
     assert.strictEqual((await pbxCalls(server, company.id)).length, 20)
     // Per user: a colleague still calls.
-    const fromBob = await request(server, "POST", "/v1/softphone/external-call", { token: bob.token, body: { number: "+15550100" } })
+    const fromBob = await request(server, "POST", "/v1/softphone/external-call", { token: bob.token, body: { number: "+12025550100" } })
     assert.strictEqual(fromBob.status, 202)
   })
 
@@ -270,7 +270,7 @@ describe("softphone", () => {
     const { company, alice } = await office()
     await outage(server, company.id, true)
     try {
-      const res = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: "+15550100" } })
+      const res = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: "+12025550100" } })
       assert.strictEqual(res.status, 502)
       const creds = await request(server, "GET", "/v1/softphone/credentials", { token: alice.token })
       assert.strictEqual(creds.status, 200)
@@ -281,7 +281,7 @@ describe("softphone", () => {
     assert.deepStrictEqual((await callRows(company.id)).map((r: any) => r.status), ["failed"])
 
     await request(server, "PATCH", `/platform/v1/companies/${company.id}`, { token: server.platformKey, body: { telephony_enabled: false } })
-    const off = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: "+15550100" } })
+    const off = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: "+12025550100" } })
     assert.strictEqual(off.status, 422)
     assert.strictEqual(off.body.error_code, "company_telephony_disabled")
   })
