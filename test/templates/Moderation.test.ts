@@ -87,7 +87,7 @@ describe("moderation on whatsapp_cloud (Graph API message_templates, NAMED param
     const sent = await sendTemplate(server, a.token, {
       channel_id: channel.id,
       template_id: t.template_group_id,
-      to: { phone: "+15551239999" },
+      to: { phone: "+12022239999" },
       variables: { first_name: "Bo", order_id: "Z-9" }
     })
     assert.strictEqual(sent.status, 201, JSON.stringify(sent.body))
@@ -115,7 +115,7 @@ describe("moderation on whatsapp_cloud (Graph API message_templates, NAMED param
     const paused = await sendTemplate(server, a.token, {
       channel_id: channel.id,
       template_id: t.template_group_id,
-      to: { phone: "+15551239999" },
+      to: { phone: "+12022239999" },
       variables: { first_name: "Bo", order_id: "Z-9" }
     })
     assert.strictEqual(paused.status, 422)

@@ -96,7 +96,7 @@ describe("POST /v1/messages/send-template", () => {
     const a = await createCompany(server)
     const t = await approvedTemplate(server, a.token)
     const before = await messageCount(server, a.id)
-    const base = { channel_id: t.channelId, template_id: t.groupId, to: { phone: "+15550100" }, variables }
+    const base = { channel_id: t.channelId, template_id: t.groupId, to: { phone: "+12022550100" }, variables }
 
     const draft = await createTemplate(server, a.token, [t.channelId])
     const unapproved = await sendTemplate(server, a.token, { ...base, template_id: draft.id })
@@ -154,7 +154,7 @@ describe("POST /v1/messages/send-template", () => {
   it("Idempotency-Key: a repeat replays the first message; another body with the key is 422", async () => {
     const a = await createCompany(server)
     const t = await approvedTemplate(server, a.token)
-    const body = { channel_id: t.channelId, template_id: t.groupId, to: { phone: "+15550200" }, variables }
+    const body = { channel_id: t.channelId, template_id: t.groupId, to: { phone: "+12022550200" }, variables }
     const key = `tpl-${Math.random()}`
     const first = await sendTemplate(server, a.token, body, { "idempotency-key": key })
     assert.strictEqual(first.status, 201, JSON.stringify(first.body))
@@ -184,7 +184,7 @@ describe("POST /v1/messages/send-template", () => {
       [t.channelId, mine.groupId]
     ]
     for (const [channel_id, template_id] of cases) {
-      const res = await sendTemplate(server, b.token, { channel_id, template_id, to: { phone: "+15550300" }, variables })
+      const res = await sendTemplate(server, b.token, { channel_id, template_id, to: { phone: "+12022550300" }, variables })
       assert.strictEqual(res.status, 404, JSON.stringify([channel_id, template_id, res.body]))
     }
   })
