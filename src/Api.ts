@@ -24,6 +24,7 @@ import { RealtimeAuthApi } from "./realtime/Api.ts"
 import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
 import { TeamsApi } from "./teams/Api.ts"
 import { UserPhotosApi } from "./users/Api.ts"
+import { BroadcastClicksApi, BroadcastsApi } from "./broadcasts/Api.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
@@ -55,6 +56,7 @@ export class Api extends HttpApi.make("crm")
   .add(...DealsGroups)
   .add(IntegrationsApi)
   .add(ExportsApi, ExportFilesApi)
+  .add(BroadcastsApi, BroadcastClicksApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

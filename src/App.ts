@@ -7,6 +7,8 @@ import { RateLimiterLayer } from "../cluster/RateLimiterLayer.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
 import { ConversationEntities } from "../cluster/ConversationHandlers.ts"
 import { SendLaneLayer } from "../cluster/SendLaneLayer.ts"
+import { BroadcastRunEntities } from "../cluster/BroadcastRunHandlers.ts"
+import { BroadcastRunDriverLayer } from "../cluster/BroadcastRunDriverLayer.ts"
 import { Sender } from "./messages/Sender.ts"
 import { Passwords } from "./auth/Passwords.ts"
 import { ChannelsLayer } from "./channels/Channels.ts"
@@ -49,6 +51,7 @@ const Server = Layer.unwrap(Effect.gen(function*() {
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(BackgroundLayer),
+    Layer.provideMerge(Layer.mergeAll(BroadcastRunEntities, BroadcastRunDriverLayer)),
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),

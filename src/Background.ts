@@ -1,5 +1,7 @@
 import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
+import { Broadcasts } from "./broadcasts/Broadcasts.ts"
+import { RunJobHandler, StartJobHandler } from "./broadcasts/Job.ts"
 import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./exports/Job.ts"
 import { ExportsRepo } from "./exports/Repo.ts"
 import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
@@ -10,8 +12,13 @@ import { StickersRepo } from "./stickers/Repo.ts"
 import { Stickers } from "./stickers/Stickers.ts"
 
 /** Every job kind this process runs; a new kind adds its handler here. */
-const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> | ExportJobServices>([StickerImportHandler, ExportHandler, ExportExpiryHandler]).pipe(
-  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer])
+const JobRunner = Jobs.runner<
+  | Effect.Services<typeof StickerImportHandler.make>
+  | ExportJobServices
+  | Effect.Services<typeof RunJobHandler.make>
+  | Effect.Services<typeof StartJobHandler.make>
+>([StickerImportHandler, ExportHandler, ExportExpiryHandler, RunJobHandler, StartJobHandler]).pipe(
+  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer, Broadcasts.layer])
 )
 
 /**

@@ -31,6 +31,7 @@ import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
+import { BroadcastClicksHttp, BroadcastsHttp } from "./broadcasts/Http.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -79,7 +80,9 @@ const Handlers = Layer.mergeAll(
   IntegrationsHttp,
   SegmentsHttp,
   ExportsHttp,
-  ExportFilesHttp
+  ExportFilesHttp,
+  BroadcastsHttp,
+  BroadcastClicksHttp
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )

@@ -107,5 +107,10 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
     "integrations",
     "integration",
     "A webhook integration was disabled: its receiver answered 410 Gone, or 100 deliveries in a row failed over at least 24 hours."
-  )
+  ),
+  entry("broadcast.created", "Broadcast created", "broadcasts", "broadcast", "A broadcast was created (or duplicated)."),
+  entry("broadcast.updated", "Broadcast updated", "broadcasts", "broadcast", "A broadcast was changed, published, cancelled or its recurring schedule paused or resumed."),
+  entry("broadcast.run.started", "Broadcast run started", "broadcasts", "broadcast_run", "A run started with its audience snapshot."),
+  entry("broadcast.run.progress", "Broadcast run progress", "broadcasts", "broadcast_run", "The counts of a run in progress, at most once per second."),
+  entry("broadcast.run.finished", "Broadcast run finished", "broadcasts", "broadcast_run", "A run completed, failed or was cancelled.")
 ]
