@@ -35,7 +35,7 @@ const runNotFound = () => notFound("Run not found.")
 const maxContentBytes = 64 * 1024
 
 /** Sends per second assumed for a channel without rate control when estimating (the sandbox default ceiling). */
-const defaultPerSecond: Record<string, number> = { whatsapp_cloud: 80, telegram: 30, sandbox: 50 }
+const defaultPerSecond: Record<string, number> = { whatsapp_cloud: 80, telegram: 30, sandbox: 1000 }
 
 const counted = (c: Counts) => ({
   total: c.total,
@@ -329,7 +329,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
         const pace = rate && rate.enabled !== false ? rate : null
         const seconds = Math.max(0, ...perChannel.map((c) => {
           const channel = channels.find((ch) => ch.id === Number(c.channel_id))
-          const ceiling = Number(channel?.settings.sends_per_second) || defaultPerSecond[channel?.provider ?? "sandbox"] || 50
+          const ceiling = Number(channel?.settings.sends_per_second) || defaultPerSecond[channel?.provider ?? "sandbox"] || 1000
           let perSecond = pace?.messagesPerMinute ? Math.min(ceiling, pace.messagesPerMinute / 60) : ceiling
           const jitter = pace ? ((pace.jitterMinSeconds ?? 0) + (pace.jitterMaxSeconds ?? 0)) / 2 : 0
           if (jitter > 0) perSecond = 1 / (1 / perSecond + jitter)

@@ -10,7 +10,7 @@ export const providerCeilings = { whatsapp_cloud: 80, telegram: 30 } as const
  * waits for its slot. Per process: runners sharing a channel each keep to it.
  */
 export const makeCeilings = Effect.gen(function*() {
-  const sandboxPerSecond = yield* Config.Int("SANDBOX_SENDS_PER_SECOND").pipe(Config.withDefault(50))
+  const sandboxPerSecond = yield* Config.Int("SANDBOX_SENDS_PER_SECOND").pipe(Config.withDefault(1000))
   const logs = new Map<number, Array<number>>()
 
   const perSecondOf = (channel: ChannelContext) => {
