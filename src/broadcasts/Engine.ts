@@ -16,7 +16,7 @@ import { newPacer, nextSlot, type Pace, paceOf, type PacerState, recordSend, unp
 import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
 
 /** Recipients claimed at once per channel when nothing paces it but the provider ceiling. */
-const batchSize = 200
+const batchSize = 64
 /** Sends in flight per channel batch (each in its own conversation lane). */
 const sendConcurrency = 16
 /** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
@@ -178,10 +178,24 @@ export class RunEngine extends Context.Service<RunEngine, {
         const found = yield* repo.find(companyId, broadcastId)
         if (Option.isNone(found)) return
         const broadcast = found.value
-        // Only one driver of a run is live, so a recipient still `sending` belongs to a driver that
-        // died during its provider call: whether it went out is unknown, and it is never resent on its own.
-        yield* sql`UPDATE broadcast_recipients SET status = 'failed', error_message = 'outcome_unknown'
-          WHERE company_id = ${companyId} AND run_id = ${runId} AND status = 'sending'`.pipe(Effect.orDie)
+        // Only one driver of a run is live, so a recipient still `sending` belongs to a driver that died.
+        // Its message row (written before the provider call, finished after it) settles what it can;
+        // the rest are `outcome_unknown`: whether they went out is unknown, and they are never resent on their own.
+        yield* sql`
+          UPDATE broadcast_recipients r
+          SET status = CASE WHEN m.status IN ('sent', 'delivered', 'read') THEN 'sent' ELSE 'failed' END,
+            error_message = CASE WHEN m.status IN ('sent', 'delivered', 'read') THEN NULL
+              WHEN m.status = 'failed' THEN 'provider_error' ELSE 'outcome_unknown' END,
+            message_id = m.id
+          FROM broadcast_recipients s
+          LEFT JOIN LATERAL (
+            SELECT m.id, m.status FROM conversations cv
+            JOIN messages m ON m.company_id = ${companyId} AND m.conversation_id = cv.id AND m.direction = 'outbound'
+              AND m.metadata ->> 'broadcast_recipient_id' = s.id::text
+            WHERE cv.company_id = ${companyId} AND cv.contact_id = s.contact_id
+            ORDER BY m.id DESC LIMIT 1
+          ) m ON true
+          WHERE s.company_id = ${companyId} AND s.run_id = ${runId} AND s.status = 'sending' AND r.id = s.id`.pipe(Effect.orDie)
         if (broadcast.status === "scheduled") yield* repo.setStatus(companyId, broadcastId, "active", yield* nowDate)
 
         const rate = broadcast.schedule.rateControl

@@ -7,7 +7,7 @@ import { jobKind } from "../platform/Jobs.ts"
  */
 export const RunJob = jobKind("broadcast.run", {
   payload: Schema.Struct({ run_id: Schema.Int }),
-  lease: "10 seconds",
+  lease: "6 seconds",
   maxAttempts: 1000,
   retryDelay: () => "5 seconds"
 })

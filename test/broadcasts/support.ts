@@ -7,7 +7,7 @@ import { request, type RunningServer, type TestServer } from "../support/TestSer
 
 /** Raw SQL on the app's database: through a running in-process app, or a client of its own (spawned servers). */
 export type Query = (text: string, params?: ReadonlyArray<unknown>) => Promise<Array<any>>
-export const queryOf = (server: RunningServer): Query => (text, params) => query(server, text, params)
+export const queryOf = (server: RunningServer): Query => (text, params) => query(server, text, params).then((rows) => [...rows])
 
 export const createChannel = async (db: Query, companyId: number, options: { type?: string; name?: string; settings?: Record<string, unknown> } = {}) =>
   (await db(
@@ -93,7 +93,8 @@ export const pgQuery = (url: string) => {
   const db: Query = (text, params = []) =>
     Effect.runPromise(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      return yield* sql.unsafe<any>(text, params as Array<unknown>)
-    }).pipe(Effect.provide(layer), Effect.orDie)) as Promise<Array<any>>
+      const rows = yield* sql.unsafe<Record<string, unknown>>(text, params as Array<unknown>)
+      return rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === "bigint" ? Number(v) : v])))
+    }).pipe(Effect.provide(layer), Effect.orDie))
   return db
 }
