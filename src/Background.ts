@@ -2,6 +2,7 @@ import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
 import { Broadcasts } from "./broadcasts/Broadcasts.ts"
 import { RunJobHandler, StartJobHandler } from "./broadcasts/Job.ts"
+import { StopWordsLayer } from "./broadcasts/StopWords.ts"
 import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./exports/Job.ts"
 import { ExportsRepo } from "./exports/Repo.ts"
 import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
@@ -25,4 +26,4 @@ const JobRunner = Jobs.runner<
  * Every worker and consumer of committed events, in one place. Built before the HTTP server
  * listens, so the consumers subscribe before the first request can commit an event.
  */
-export const BackgroundLayer = Layer.mergeAll(DispatcherLayer, JobRunner, WebhookDeliveryLayer, RemindersLayer)
+export const BackgroundLayer = Layer.mergeAll(DispatcherLayer, JobRunner, WebhookDeliveryLayer, RemindersLayer, StopWordsLayer)

@@ -18,6 +18,7 @@ export interface PacerState {
 }
 
 export const windowMs = 60_000
+const catchUp = 3
 
 export const newPacer = (recent: ReadonlyArray<number>, now: number): PacerState => ({
   log: recent.filter((at) => at > now - windowMs).sort((a, b) => a - b),
@@ -40,8 +41,9 @@ export const recordSend = (pace: Pace, state: PacerState, at: number, random: nu
   const interval = pace.perMinute === null ? 0 : windowMs / pace.perMinute
   const jitter = pace.jitterMaxMs > 0 ? pace.jitterMinMs + random * (pace.jitterMaxMs - pace.jitterMinMs) : 0
   // The even schedule advances from its own previous slot, not from the (late) actual send, so
-  // timer lag does not lower the rate; the sliding log keeps any catch-up under the limit.
-  const base = interval > 0 && state.nextAt > at - interval ? state.nextAt : at
+  // timer lag does not lower the rate; it catches up at most `catchUp` slots (no burst after a long
+  // pause), and the sliding log keeps any catch-up under the limit.
+  const base = interval > 0 ? Math.max(state.nextAt, at - catchUp * interval) : at
   state.nextAt = base + interval + jitter
 }
 
