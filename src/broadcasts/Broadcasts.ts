@@ -203,8 +203,8 @@ export class Broadcasts extends Context.Service<Broadcasts, {
 
       const firstOccurrence = (row: { readonly recurrence: BroadcastRow["recurrence"]; readonly schedule: BroadcastRow["schedule"]; readonly created_at: Date }, now: Date) => {
         if (row.recurrence === null) return Option.none()
-        const from = row.schedule.mode === "later" && row.schedule.scheduledAt ? new Date(Math.max(now.getTime() - 1, Date.parse(row.schedule.scheduledAt) - 1)) : now
-        return nextOccurrence(row.recurrence.rrule, row.recurrence.timezone ?? "UTC", row.created_at, from)
+        const from = row.schedule.mode === "later" && row.schedule.scheduledAt ? new Date(Math.max(now.getTime(), Date.parse(row.schedule.scheduledAt))) : now
+        return nextOccurrence(row.recurrence.rrule, row.recurrence.timezone ?? "UTC", row.created_at, from, true)
       }
 
       /** Launch or schedule (create without draft, publish). */

@@ -12,7 +12,7 @@ import { TemplateSending } from "../templates/Sending.ts"
 import { render, trackLinks, withOptOut } from "./Content.ts"
 import type { ChannelContent, SendWindow } from "./Domain.ts"
 import { RunJob } from "./Kinds.ts"
-import { newPacer, nextSlot, type Pace, paceOf, type PacerState, recordSend, unpaced } from "./Pacing.ts"
+import { newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
 import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
 
 /** Recipients claimed at once per channel when nothing paces it but the provider ceiling. */
@@ -43,6 +43,8 @@ interface Outcome {
   readonly status: "sent" | "failed" | "skipped" | "pending"
   readonly error: string | null
   readonly message_id: number | null
+  /** When its send started, if it waited for a paced slot after the claim. */
+  readonly sent_at?: string
 }
 
 const minuteOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5))
@@ -166,8 +168,8 @@ export class RunEngine extends Context.Service<RunEngine, {
       const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
         outcomes.length === 0 ? Effect.void : sql`
           UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
-            sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE r.sent_at END
-          FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint)
+            sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
+          FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
           WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'`.pipe(Effect.asVoid, Effect.orDie)
 
       const drive = Effect.fn("RunEngine.drive")(function*(companyId: CompanyId, runId: number) {
@@ -328,8 +330,11 @@ export class RunEngine extends Context.Service<RunEngine, {
           return settings?.trackClicks === true ? trackLinks(rendered, config.appUrl) : { text: rendered, links: [] }
         }
 
-        /** Sends one claimed batch of one channel; returns how many were claimed. */
-        const sendBatch = Effect.fnUntraced(function*(channelId: number, n: number, now: Date) {
+        /**
+         * Sends one claimed batch of one channel; returns how many were claimed. With `slots` (a paced
+         * channel) the j-th send starts at the j-th slot, else up to `sendConcurrency` go at once.
+         */
+        const sendBatch = Effect.fnUntraced(function*(channelId: number, n: number, now: Date, slots: ReadonlyArray<number> | null) {
           const claimed = yield* claim(channelId, n, now)
           if (claimed.length === 0) return 0
           const entry = contentFor(broadcast, channelId)
@@ -353,7 +358,15 @@ export class RunEngine extends Context.Service<RunEngine, {
               SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
                 AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
           }
-          const results = yield* Effect.forEach(toSend, ({ recipient, text }) => sendOne(recipient, text, entry!), { concurrency: sendConcurrency })
+          const results = slots === null
+            ? yield* Effect.forEach(toSend, ({ recipient, text }) => sendOne(recipient, text, entry!), { concurrency: sendConcurrency })
+            : yield* Effect.forEach(toSend, ({ recipient, text }, j) =>
+              Effect.gen(function*() {
+                const wait = slots[j] - (yield* Clock.currentTimeMillis)
+                if (wait > 0) yield* Effect.sleep(wait)
+                const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+                return { ...(yield* sendOne(recipient, text, entry!)), sent_at: at }
+              }), { concurrency: "unbounded" })
           yield* writeOutcomes(companyId, [...outcomes, ...results])
           return claimed.length
         })
@@ -387,7 +400,7 @@ export class RunEngine extends Context.Service<RunEngine, {
             dailyWait = Math.min(dailyWait, today.next_day.getTime())
           }
           let wakeAt = nowMs + maxIdleMs
-          const due: Array<{ channelId: number; n: number }> = []
+          const due: Array<{ channelId: number; n: number; slots: ReadonlyArray<number> | null }> = []
           for (const row of open) {
             const channelId = Number(row.channel_id)
             const pacer = pacers.get(channelId) ?? newPacer([], nowMs)
@@ -397,23 +410,22 @@ export class RunEngine extends Context.Service<RunEngine, {
               wakeAt = Math.min(wakeAt, slot)
               continue
             }
-            const n = Math.min(unpaced(pace) ? batchSize : 1, budget)
-            if (n <= 0) {
+            if (budget <= 0) {
               wakeAt = Math.min(wakeAt, dailyWait)
               continue
             }
+            const max = Math.min(batchSize, budget)
+            const draws = pace.jitterMaxMs > 0 ? yield* Effect.replicateEffect(Random.next, max) : []
+            const slots = unpaced(pace) ? null : planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
+            const n = slots === null ? Math.min(batchSize, budget) : slots.length
             budget -= n
-            due.push({ channelId, n })
+            due.push({ channelId, n, slots })
           }
-          const claimed = yield* Effect.forEach(due, ({ channelId, n }) =>
+          const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) =>
             Effect.gen(function*() {
-              const count = yield* sendBatch(channelId, n, now)
-              const pacer = pacers.get(channelId)!
+              const count = yield* sendBatch(channelId, n, now, slots)
               if (count === 0) idleUntil.set(channelId, nowMs + maxIdleMs)
-              else {
-                idleUntil.delete(channelId)
-                if (!unpaced(pace)) recordSend(pace, pacer, nowMs, yield* Random.next)
-              }
+              else idleUntil.delete(channelId)
               return count
             }), { concurrency: "unbounded" })
           yield* progress(false)

@@ -18,7 +18,8 @@ export interface PacerState {
 }
 
 export const windowMs = 60_000
-const catchUp = 3
+const catchUpSlots = 3
+const catchUpMs = 1000
 
 export const newPacer = (recent: ReadonlyArray<number>, now: number): PacerState => ({
   log: recent.filter((at) => at > now - windowMs).sort((a, b) => a - b),
@@ -41,9 +42,9 @@ export const recordSend = (pace: Pace, state: PacerState, at: number, random: nu
   const interval = pace.perMinute === null ? 0 : windowMs / pace.perMinute
   const jitter = pace.jitterMaxMs > 0 ? pace.jitterMinMs + random * (pace.jitterMaxMs - pace.jitterMinMs) : 0
   // The even schedule advances from its own previous slot, not from the (late) actual send, so
-  // timer lag does not lower the rate; it catches up at most `catchUp` slots (no burst after a long
+  // timer lag does not lower the rate; it catches up a bounded lag only (no burst after a long
   // pause), and the sliding log keeps any catch-up under the limit.
-  const base = interval > 0 ? Math.max(state.nextAt, at - catchUp * interval) : at
+  const base = interval > 0 ? Math.max(state.nextAt, at - Math.max(catchUpSlots * interval, catchUpMs)) : at
   state.nextAt = base + interval + jitter
 }
 
@@ -62,3 +63,20 @@ export const paceOf = (rate: {
 
 /** Sends of one channel with neither a rate nor a jitter go in batches; the provider ceiling paces them. */
 export const unpaced = (pace: Pace) => pace.perMinute === null && pace.jitterMaxMs === 0
+
+/**
+ * The send slots of the next `horizonMs` (at most `max`), recorded in the pacer as planned: a
+ * batch is claimed for them and each send waits for its slot.
+ */
+export const planSlots = (pace: Pace, state: PacerState, now: number, horizonMs: number, max: number, random: (i: number) => number) => {
+  const slots: Array<number> = []
+  let t = now
+  while (slots.length < max) {
+    const slot = nextSlot(pace, state, t)
+    if (slots.length > 0 && slot >= now + horizonMs) break
+    slots.push(slot)
+    recordSend(pace, state, slot, random(slots.length - 1))
+    t = slot
+  }
+  return slots
+}

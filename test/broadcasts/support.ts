@@ -83,7 +83,7 @@ export const waitFor = async (
 
 export const recipientsOf = (db: Query, broadcastId: number): Promise<Array<{ id: number; contact_id: number; channel_id: number; status: string; error_message: string | null; variant_key: string | null; sent_at: Date | null; message_id: number | null }>> =>
   db(
-    "SELECT id, contact_id, channel_id, status, error_message, variant_key, sent_at, message_id FROM broadcast_recipients WHERE broadcast_id = $1 ORDER BY id",
+    "SELECT id, contact_id, channel_id, status, error_message, variant_key, sent_at, message_id FROM broadcast_recipients WHERE broadcast_id = $1 ORDER BY run_id, contact_id",
     [broadcastId]
   )
 
