@@ -364,6 +364,13 @@ export class RunEngine extends Context.Service<RunEngine, {
               Effect.gen(function*() {
                 const wait = slots[j] - (yield* Clock.currentTimeMillis)
                 if (wait > 0) yield* Effect.sleep(wait)
+                // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
+                const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
+                  SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
+                    (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
+                if (fresh.run_status === "cancelled") return skipped(recipient.id, "cancelled")
+                if (fresh.run_status !== "processing") return { id: recipient.id, status: "pending", error: null, message_id: null } satisfies Outcome
+                if (fresh.opted_out) return skipped(recipient.id, "opted_out")
                 const at = new Date(yield* Clock.currentTimeMillis).toISOString()
                 return { ...(yield* sendOne(recipient, text, entry!)), sent_at: at }
               }), { concurrency: "unbounded" })

@@ -43,6 +43,8 @@ export const audience = async (
       [company.id, ids, type]
     )
   }
+  // Fresh bulk rows: without statistics the planner picks nested loops over thousands of rows.
+  if (n >= 1000) await db("ANALYZE contacts, contact_tags, contact_accounts")
   const segment = await request(server, "POST", "/v1/segments", {
     token: company.token,
     body: { name: `Seg ${tagId}`, conditions: [{ group: 1, type: "tag", operator: "has_any", value: [tagId] }], group_logic: "and" }
