@@ -19,6 +19,7 @@ import _0026_jobs from "./0026_jobs.ts"
 import _0030_segments from "./0030_segments.ts"
 import _0031_segment_statistics from "./0031_segment_statistics.ts"
 import _0060_exports from "./0060_exports.ts"
+import _0070_templates from "./0070_templates.ts"
 import _0080_broadcasts from "./0080_broadcasts.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
@@ -44,5 +45,6 @@ export const migrations = {
   "0030_segments": _0030_segments,
   "0031_segment_statistics": _0031_segment_statistics,
   "0060_exports": _0060_exports,
+  "0070_templates": _0070_templates,
   "0080_broadcasts": _0080_broadcasts
 }

@@ -24,6 +24,7 @@ import { RealtimeAuthApi } from "./realtime/Api.ts"
 import { SoftphoneApi, TelephonyApi } from "./telephony/Api.ts"
 import { TeamsApi } from "./teams/Api.ts"
 import { UserPhotosApi } from "./users/Api.ts"
+import { TemplatesApi } from "./templates/Api.ts"
 import { BroadcastClicksApi, BroadcastsApi } from "./broadcasts/Api.ts"
 
 export class Api extends HttpApi.make("crm")
@@ -56,6 +57,7 @@ export class Api extends HttpApi.make("crm")
   .add(...DealsGroups)
   .add(IntegrationsApi)
   .add(ExportsApi, ExportFilesApi)
+  .add(TemplatesApi)
   .add(BroadcastsApi, BroadcastClicksApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })

@@ -31,6 +31,7 @@ import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
+import { TemplatesHttp } from "./templates/Http.ts"
 import { BroadcastClicksHttp, BroadcastsHttp } from "./broadcasts/Http.ts"
 
 const HealthRoutes = Layer.mergeAll(
@@ -81,6 +82,7 @@ const Handlers = Layer.mergeAll(
   SegmentsHttp,
   ExportsHttp,
   ExportFilesHttp,
+  TemplatesHttp,
   BroadcastsHttp,
   BroadcastClicksHttp
 ).pipe(

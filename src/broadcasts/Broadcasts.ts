@@ -86,6 +86,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
       const outbound = yield* Outbound
       const limiter = yield* RateLimiter
       const assistant = yield* Assist
+      const templates = yield* TemplateSending
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       const gate = (permission: string) => Effect.andThen(requireFeature("broadcasts"), requirePermission(permission))
@@ -178,10 +179,8 @@ export class Broadcasts extends Context.Service<Broadcasts, {
       const templateCheck = Effect.fnUntraced(function*(companyId: CompanyId, row: { readonly content: BroadcastRow["content"] }) {
         const entries = row.content.channels.filter((e) => e.type === "template")
         if (entries.length === 0) return
-        const templates = yield* Effect.serviceOption(TemplateSending)
         for (const entry of entries) {
-          if (Option.isNone(templates)) return yield* invalidFields({ content: ["Message templates are not available."] })
-          const refusal = yield* templates.value.approved(companyId, {
+          const refusal = yield* templates.approved(companyId, {
             templateId: entry.templateId ?? 0,
             channelId: entry.channelId,
             language: entry.language ?? undefined
@@ -556,7 +555,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
 
   static readonly layer = this.layerNoDeps.pipe(
     Layer.provide([RunEngine.layer, Assist.layer]),
-    Layer.provide([BroadcastsRepo.layer, Outbound.layer]),
+    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer]),
     Layer.provide(Media.layer)
   )
 }

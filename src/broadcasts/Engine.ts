@@ -80,6 +80,7 @@ export class RunEngine extends Context.Service<RunEngine, {
       const jobs = yield* Jobs
       const outbound = yield* Outbound
       const config = yield* AppConfig
+      const templates = yield* TemplateSending
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       const countsOf = Effect.fnUntraced(function*(companyId: CompanyId, broadcastId: number, runId: number) {
@@ -207,7 +208,6 @@ export class RunEngine extends Context.Service<RunEngine, {
         const recentHours = rate?.enabled !== false ? rate?.skipContactedWithinHours ?? null : null
         const settings = broadcast.content.settings
         const companyTz = yield* repo.companyTimezone(companyId)
-        const templates = yield* Effect.serviceOption(TemplateSending)
         const userId = broadcast.user_id ?? 0
 
         const pacers = new Map<number, PacerState>()
@@ -281,17 +281,15 @@ export class RunEngine extends Context.Service<RunEngine, {
             const metadata = { broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id }
             let sent: Effect.Effect<Message, { readonly _tag: string; readonly reason?: string; readonly message: string }>
             if (entry.type === "template") {
-              if (Option.isNone(templates)) return failed(recipient.id, "templates_unavailable")
-              const service = templates.value
               sent = Effect.gen(function*() {
-                const template = yield* service.approved(companyId, {
+                const template = yield* templates.approved(companyId, {
                   templateId: entry.templateId ?? 0,
                   channelId: recipient.channel_id,
                   language: entry.language ?? undefined
                 })
                 const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
                 for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
-                return yield* service.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata })
+                return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata })
               })
             } else {
               sent = outbound.deliver({
@@ -448,7 +446,7 @@ export class RunEngine extends Context.Service<RunEngine, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([BroadcastsRepo.layer, Outbound.layer]),
+    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer]),
     Layer.provide(Media.layer)
   )
 }

@@ -18,6 +18,7 @@ import {
   type ChannelCredentials,
   type CreateChannel,
   providerTypes,
+  optionalCredentials,
   requiredCredentials,
   type UpdateChannel
 } from "./Domain.ts"
@@ -34,7 +35,8 @@ const hookPath: Partial<Record<ProviderKind, string>> = { telegram: "telegram", 
 
 const formats: Partial<Record<keyof ChannelCredentials, readonly [RegExp, string]>> = {
   bot_token: [botTokenPattern, "The credentials.bot_token field must be a Telegram bot token (<digits>:<secret>)."],
-  phone_number_id: [phoneNumberIdPattern, "The credentials.phone_number_id field must contain only digits."]
+  phone_number_id: [phoneNumberIdPattern, "The credentials.phone_number_id field must contain only digits."],
+  business_account_id: [phoneNumberIdPattern, "The credentials.business_account_id field must contain only digits."]
 }
 
 const invalid = invalidFields
@@ -42,9 +44,10 @@ const invalid = invalidFields
 /** Only the keys the provider uses, each checked; missing required keys are reported by the caller. */
 const credentialErrors = (provider: ProviderKind, credentials: Record<string, string>) => {
   const errors: Record<string, Array<string>> = {}
-  for (const key of requiredCredentials[provider]) {
+  for (const key of [...requiredCredentials[provider], ...(optionalCredentials[provider] ?? [])]) {
     const value = credentials[key]
     if (value === undefined) {
+      if (!requiredCredentials[provider].includes(key)) continue
       errors[`credentials.${key}`] = [`The credentials.${key} field is required.`]
       continue
     }
@@ -56,7 +59,7 @@ const credentialErrors = (provider: ProviderKind, credentials: Record<string, st
 
 const onlyUsed = (provider: ProviderKind, input: ChannelCredentials | undefined): Record<string, string> => {
   const out: Record<string, string> = {}
-  for (const key of requiredCredentials[provider]) {
+  for (const key of [...requiredCredentials[provider], ...(optionalCredentials[provider] ?? [])]) {
     const value = input?.[key]
     if (value !== undefined) out[key] = value.trim()
   }

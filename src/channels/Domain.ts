@@ -48,7 +48,9 @@ export const ChannelCredentials = Schema.Struct({
   access_token: Schema.optionalKey(Secret),
   phone_number_id: Schema.optionalKey(Secret),
   app_secret: Schema.optionalKey(Secret),
-  verify_token: Schema.optionalKey(Secret)
+  verify_token: Schema.optionalKey(Secret),
+  /** WhatsApp Business Account id: needed for message templates only. */
+  business_account_id: Schema.optionalKey(Secret)
 })
 export type ChannelCredentials = typeof ChannelCredentials.Type
 
@@ -56,6 +58,11 @@ export const requiredCredentials: Record<string, ReadonlyArray<keyof ChannelCred
   sandbox: [],
   telegram: ["bot_token"],
   whatsapp_cloud: ["access_token", "phone_number_id", "app_secret", "verify_token"]
+}
+
+/** Keys a provider uses when given: the WhatsApp Business Account id serves message templates only. */
+export const optionalCredentials: Record<string, ReadonlyArray<keyof ChannelCredentials>> = {
+  whatsapp_cloud: ["business_account_id"]
 }
 
 /** Real providers serve one channel type each; the sandbox simulates any. */

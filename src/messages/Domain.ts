@@ -135,8 +135,8 @@ const Attachments = Schema.Array(AttachmentInput).check(
   Schema.isMaxLength(10, { message: "The attachments field must not have more than 10 items." })
 )
 
-export const SendMessage = Schema.Struct({
-  channel_id: Schema.Int,
+/** Whom a send addresses on its channel: exactly one of these (checked by the service). */
+export const sendTargetFields = {
   thread_id: Schema.optional(Schema.NullOr(Schema.Int)),
   contact_id: Schema.optional(Schema.NullOr(Schema.Int)),
   to: Schema.optional(Schema.NullOr(Schema.Struct({
@@ -145,7 +145,13 @@ export const SendMessage = Schema.Struct({
       Schema.isMaxLength(64, { message: "The to.phone field must not be greater than 64 characters." })
     ))),
     username: Schema.optional(Schema.NullOr(ExternalRef("to.username")))
-  }))),
+  })))
+}
+export type SendTarget = Schema.Struct<typeof sendTargetFields>["Type"]
+
+export const SendMessage = Schema.Struct({
+  channel_id: Schema.Int,
+  ...sendTargetFields,
   text: Schema.optional(Schema.NullOr(Text)),
   attachments: Schema.optional(Schema.NullOr(Attachments)),
   sticker_id: Schema.optional(Schema.NullOr(Schema.Int))

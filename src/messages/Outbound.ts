@@ -17,7 +17,7 @@ import {
   Unprocessable
 } from "../platform/Errors.ts"
 import { Idempotency, keyInFlight, keyMismatch, requestHash, staleAfterMs } from "../platform/Idempotency.ts"
-import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage } from "./Domain.ts"
+import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage, SendTarget } from "./Domain.ts"
 import { MessagesRepo } from "./Repo.ts"
 import { blockedMessage, carries, unfetchable } from "./Rules.ts"
 import { type OutgoingAttachment, SendLane, SendRefusal, type SendRequest, type SendUnavailable } from "./SendLane.ts"
@@ -44,6 +44,16 @@ const toWire = <A, R>(effect: Effect.Effect<A, SendRefusal | SendUnavailable, R>
   })
 
 const present = <A>(value: A | null | undefined): value is A => value !== null && value !== undefined
+
+/** The target rule of every send: exactly one of thread_id, contact_id or to, and `to` naming someone. */
+export const targetErrors = (input: SendTarget): Record<string, Array<string>> => {
+  const targets = [input.thread_id, input.contact_id, input.to].filter(present).length
+  if (targets !== 1) return { thread_id: ["Exactly one of thread_id, contact_id or to is required."] }
+  if (present(input.to) && !present(input.to.external_id) && !hasText(input.to.phone) && !present(input.to.username)) {
+    return { to: ["The to field needs one of external_id, phone or username."] }
+  }
+  return {}
+}
 
 const hasText = (text: string | null | undefined) => present(text) && text.trim() !== ""
 
@@ -98,6 +108,13 @@ export class Outbound extends Context.Service<Outbound, {
    * missing: how a caller that addresses contacts gets the thread `deliver` takes. None when either is not the company's.
    */
   threadFor(companyId: CompanyId, channelId: number, contactAccountId: number): Effect.Effect<Option.Option<ThreadContext>>
+  /**
+   * The thread a send addresses on a channel the caller may see (after `targetErrors` passed), with
+   * the contact, account and thread created when needed.
+   */
+  target(companyId: CompanyId, channelId: number, target: SendTarget): Effect.Effect<ThreadContext, Forbidden | NotFound | Unprocessable, CurrentActor>
+  /** The answer recorded for an earlier request with this key: 409 while it is in flight, 422 for another body. */
+  replay(userId: number, endpoint: string, key: string, hash: string): Effect.Effect<Option.Option<Message>, Conflict | Unprocessable>
   send(input: SendMessage, key: string | undefined): Effect.Effect<Message, SendFailure, CurrentActor>
   create(input: CreateMessage): Effect.Effect<Message, SendFailure, CurrentActor>
   forward(id: number, input: ForwardMessage): Effect.Effect<Message, SendFailure, CurrentActor>
@@ -157,7 +174,10 @@ export class Outbound extends Context.Service<Outbound, {
           )
         }
         if (thread.contact_blocked) return yield* refuse("contact_blocked", "contact_blocked", blockedMessage)
-        const closed = windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, yield* Clock.currentTimeMillis)
+        // Approved templates are what the customer-service window leaves open.
+        const closed = request.template === undefined
+          ? windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, yield* Clock.currentTimeMillis)
+          : null
         if (closed !== null) {
           const refusal = windowRefusal(thread.channel_type, closed, forward)
           return yield* refuse("window_closed", refusal.error_code, refusal.message)
@@ -227,7 +247,7 @@ export class Outbound extends Context.Service<Outbound, {
         return yield* threads.threadContext(companyId, threadId)
       })
 
-      const resolveSendTarget = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelRow, input: SendMessage) {
+      const resolveSendTarget = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelRow, input: SendTarget) {
         if (present(input.thread_id)) {
           const thread = yield* threads.threadContext(companyId, input.thread_id)
           if (Option.isNone(thread)) return yield* notFound("Thread not found.")
@@ -294,6 +314,26 @@ export class Outbound extends Context.Service<Outbound, {
         return Option.getOrThrow(thread)
       })
 
+      const knownThread = (companyId: CompanyId, input: SendTarget) =>
+        present(input.thread_id) ? threads.threadContext(companyId, input.thread_id) : Effect.succeedNone
+
+      /** A known thread on its own channel is the target as it is; anything else resolves the channel first, so that its errors come in the documented order. */
+      const targetFrom = Effect.fnUntraced(function*(companyId: CompanyId, channelId: number, input: SendTarget, known: Option.Option<ThreadContext>) {
+        const actor = yield* CurrentActor
+        return Option.isSome(known) && known.value.channel_id === channelId && !known.value.channel_deleted &&
+            (yield* access.canSee(companyId, actor, known.value.channel_id))
+          ? known.value
+          : yield* resolveSendTarget(companyId, yield* visibility.channel(companyId, channelId), input)
+      })
+
+      const target = Effect.fn("Outbound.target")(function*(companyId: CompanyId, channelId: number, input: SendTarget) {
+        return yield* targetFrom(companyId, channelId, input, yield* knownThread(companyId, input))
+      })
+
+      const replay = Effect.fn("Outbound.replay")(function*(userId: number, endpoint: string, key: string, hash: string) {
+        return Option.map(yield* earlierAnswer(userId, endpoint, key, hash), replayed)
+      })
+
       /** The send's attachment rows resolved against the company's uploads and stickers. */
       const outgoing = (companyId: CompanyId, rows: ReadonlyArray<AttachmentInput>): Effect.Effect<ReadonlyArray<OutgoingAttachment>, Unprocessable> =>
         rows.length === 0 ? Effect.succeed([]) : media.resolve(companyId, rows)
@@ -301,25 +341,16 @@ export class Outbound extends Context.Service<Outbound, {
       const send = Effect.fn("Outbound.send")(function*(input: SendMessage, key: string | undefined) {
         const company = yield* requirePermission("conversation.create")
         const actor = yield* CurrentActor
-        const errors = contentErrors(input)
-        const targets = [input.thread_id, input.contact_id, input.to].filter(present).length
-        if (targets !== 1) errors.thread_id = ["Exactly one of thread_id, contact_id or to is required."]
-        else if (present(input.to) && !present(input.to.external_id) && !hasText(input.to.phone) && !present(input.to.username)) {
-          errors.to = ["The to field needs one of external_id, phone or username."]
-        }
+        const errors = { ...contentErrors(input), ...targetErrors(input) }
         if (Object.keys(errors).length > 0) return yield* invalid(errors)
         const hash = requestHash(input)
-        // The hot path (a known thread on its own channel) needs one read, done alongside the key's;
-        // anything else resolves the channel first so that its errors come in the documented order.
+        // The hot path (a known thread on its own channel) reads it alongside the key.
         const [earlier, known] = yield* Effect.all([
           key === undefined ? Effect.succeedNone : earlierAnswer(actor.userId, "send", key, hash),
-          present(input.thread_id) ? threads.threadContext(company.id, input.thread_id) : Effect.succeedNone
+          knownThread(company.id, input)
         ], { concurrency: 2 })
         if (Option.isSome(earlier)) return replayed(earlier.value)
-        const thread = Option.isSome(known) && known.value.channel_id === input.channel_id && !known.value.channel_deleted &&
-            (yield* access.canSee(company.id, actor, known.value.channel_id))
-          ? known.value
-          : yield* resolveSendTarget(company.id, yield* visibility.channel(company.id, input.channel_id), input)
+        const thread = yield* targetFrom(company.id, input.channel_id, input, known)
         const attachments = yield* outgoing(company.id, sourcesOf(input))
         return yield* deliver({
           thread,
@@ -485,7 +516,7 @@ export class Outbound extends Context.Service<Outbound, {
         }).pipe(toWire)
       })
 
-      return Outbound.of({ deliver, threadFor, send, create, forward })
+      return Outbound.of({ deliver, threadFor, target, replay, send, create, forward })
     })
   )
 

@@ -7,10 +7,21 @@ import { Attachment, type Message } from "./Domain.ts"
 export const OutgoingAttachment = Attachment.mapFields(Struct.omit(["id"]))
 export type OutgoingAttachment = typeof OutgoingAttachment.Type
 
+const NamedValue = Schema.Struct({ name: Schema.String, value: Schema.String })
+
+/** The provider's side of a template send: its name and language there, and the named variables. */
+export const OutgoingTemplate = Schema.Struct({
+  name: Schema.String,
+  language: Schema.String,
+  header: Schema.Array(NamedValue),
+  body: Schema.Array(NamedValue)
+})
+export type OutgoingTemplate = typeof OutgoingTemplate.Type
+
 /** A send resolved to a thread and checked against the sending rules. */
 export const SendRequest = Schema.Struct({
-  /** `send`, `create` or `forward`: the idempotency scope and which refusal texts apply. */
-  endpoint: Schema.Literals(["send", "create", "forward"]),
+  /** `send`, `create`, `forward` or `send-template`: the idempotency scope and which refusal texts apply. */
+  endpoint: Schema.Literals(["send", "create", "forward", "send-template"]),
   companyId: CompanyId,
   userId: Schema.Int,
   conversationId: Schema.Int,
@@ -26,7 +37,9 @@ export const SendRequest = Schema.Struct({
   quotedMessageId: Schema.NullOr(Schema.Int),
   quotedExternalMessageId: Schema.NullOr(Schema.String),
   metadata: Schema.Record(Schema.String, Schema.Unknown),
-  idempotency: Schema.NullOr(Schema.Struct({ key: Schema.String, hash: Schema.String }))
+  idempotency: Schema.NullOr(Schema.Struct({ key: Schema.String, hash: Schema.String })),
+  /** An approved template the provider sends instead of `text` (which keeps its rendered copy); no customer window applies. */
+  template: Schema.optionalKey(OutgoingTemplate)
 })
 export type SendRequest = typeof SendRequest.Type
 

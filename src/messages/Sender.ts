@@ -137,7 +137,8 @@ export class Sender extends Context.Service<Sender, {
                 recipient: req.recipient,
                 text: req.text,
                 attachments,
-                quotedExternalMessageId: req.quotedExternalMessageId
+                quotedExternalMessageId: req.quotedExternalMessageId,
+                ...(req.template === undefined ? {} : { template: req.template })
               })
             )
           if (Exit.isFailure(outcome) && Option.isNone(Exit.findErrorOption(outcome))) {

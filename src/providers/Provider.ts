@@ -27,8 +27,50 @@ export interface OutboundMessage {
   readonly text: string | null
   readonly attachments: ReadonlyArray<OutboundAttachment>
   readonly quotedExternalMessageId: string | null
-  /** Business-API template send (templates issue). */
-  readonly template?: { readonly name: string; readonly language: string; readonly parameters: ReadonlyArray<string> }
+  /** An approved template instead of free-form content (`text` is then the rendered copy we keep). */
+  readonly template?: OutboundTemplate
+}
+
+export interface NamedValue {
+  readonly name: string
+  readonly value: string
+}
+
+/** A template send: named variables of the header and of the body. */
+export interface OutboundTemplate {
+  readonly name: string
+  readonly language: string
+  readonly header: ReadonlyArray<NamedValue>
+  readonly body: ReadonlyArray<NamedValue>
+}
+
+/** Provider moderation states of a template instance (`local` is ours: never submitted). */
+export type ModerationStatus = "pending" | "approved" | "rejected" | "paused" | "disabled"
+
+/** A template instance as submitted for review: variables are named, each with an example. */
+export interface ProviderTemplate {
+  /** Lowercase letters, digits and underscores (the group's slug). */
+  readonly name: string
+  readonly language: string
+  readonly category: string
+  readonly header: { readonly text: string; readonly examples: ReadonlyArray<NamedValue> } | null
+  readonly body: { readonly text: string; readonly examples: ReadonlyArray<NamedValue> }
+  readonly footer: string | null
+  readonly buttons: ReadonlyArray<{ readonly type: "quick_reply" | "url" | "phone"; readonly label: string; readonly value: string | null }>
+}
+
+export interface TemplateRef {
+  readonly externalId: string
+  readonly name: string
+  readonly language: string
+  /** What we hold now; a provider without a store of its own (sandbox) decides from it. */
+  readonly status: ModerationStatus
+}
+
+export interface TemplateVerdict {
+  readonly externalId: string
+  readonly status: ModerationStatus
+  readonly reason: string | null
 }
 
 export interface SentMessage {
@@ -60,6 +102,12 @@ export interface ProviderAdapter {
    * later as a `CallPermissionReply`. Types without `channelRules.callPermission` refuse it.
    */
   requestCallPermission(channel: ChannelContext, recipient: string, body: string): Effect.Effect<{ readonly externalMessageId: string }, ProviderError>
+  /** Sends a template instance to the provider's review; a resubmission of a known one passes its `externalId`. */
+  submitTemplate(channel: ChannelContext, template: ProviderTemplate, externalId: string | null): Effect.Effect<TemplateVerdict, ProviderError>
+  /** The provider's current verdicts on these instances (sync); unknown ones are left out. */
+  templateStatuses(channel: ChannelContext, refs: ReadonlyArray<TemplateRef>): Effect.Effect<ReadonlyArray<TemplateVerdict>, ProviderError>
+  /** Removes the instance from the provider (a later sync cannot bring it back). */
+  deleteTemplate(channel: ChannelContext, ref: TemplateRef): Effect.Effect<void, ProviderError>
 }
 
 /** Picks the adapter for a channel's `provider`. */

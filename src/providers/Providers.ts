@@ -21,7 +21,10 @@ const whenConnected = (adapter: ProviderAdapter): ProviderAdapter => {
     block: guard(adapter.block),
     unblock: guard(adapter.unblock),
     download: guard(adapter.download),
-    requestCallPermission: guard(adapter.requestCallPermission)
+    requestCallPermission: guard(adapter.requestCallPermission),
+    submitTemplate: guard(adapter.submitTemplate),
+    templateStatuses: guard(adapter.templateStatuses),
+    deleteTemplate: guard(adapter.deleteTemplate)
   }
 }
 

@@ -6,7 +6,19 @@ import { channelRules } from "./Domain.ts"
 
 export interface SandboxCall {
   readonly channelId: number
-  readonly operation: "send" | "edit" | "revoke" | "react" | "like" | "block" | "unblock" | "download" | "call_permission_request"
+  readonly operation:
+    | "send"
+    | "edit"
+    | "revoke"
+    | "react"
+    | "like"
+    | "block"
+    | "unblock"
+    | "download"
+    | "call_permission_request"
+    | "submit_template"
+    | "template_statuses"
+    | "delete_template"
   readonly args: Record<string, unknown>
   /** `ok`, or the `ProviderError` code the call failed with. */
   readonly outcome: string
@@ -51,6 +63,10 @@ const windowClosed = () =>
     code: "not_reachable_24h",
     message: "The recipient has not written within the customer service window; a template is required."
   })
+
+/** Only business-messenger channels moderate templates. */
+const templatesOnly = <A>(channel: ChannelContext, answer: () => A): Effect.Effect<A, ProviderError> =>
+  channel.type === "msgr_a_business" ? Effect.sync(answer) : Effect.fail(unsupported("message templates"))
 
 const dataUrl = /^data:([^;,]+)?(;base64)?,(.*)$/s
 
@@ -110,7 +126,12 @@ export const makeSandbox = Effect.gen(function*() {
       call(
         channel,
         "send",
-        { recipient: message.recipient, text: message.text, attachments: message.attachments.length, template: message.template?.name ?? null },
+        {
+          recipient: message.recipient,
+          text: message.text,
+          attachments: message.attachments.length,
+          template: message.template ?? null
+        },
         Effect.gen(function*() {
           if (message.template === undefined) yield* requireWindow(channel, message.recipient)
           return { externalMessageId: `sbx_${randomToken(24)}`, externalThreadId: null, status: "sent" as const }
@@ -176,7 +197,30 @@ export const makeSandbox = Effect.gen(function*() {
         channelRules[channel.type].callPermission
           ? Effect.map(requireWindow(channel, recipient), () => ({ externalMessageId: `sbx_${randomToken(24)}` }))
           : Effect.fail(unsupported("call-permission requests"))
-      )
+      ),
+    submitTemplate: (channel, template, externalId) =>
+      call(
+        channel,
+        "submit_template",
+        { name: template.name, language: template.language, externalId },
+        templatesOnly(channel, () => ({ externalId: externalId ?? `sbx_tpl_${randomToken(16)}`, status: "pending" as const, reason: null }))
+      ),
+    // The sandbox keeps no templates of its own: it reviews what we hold. Pending ones pass unless
+    // the channel asks for manual review (then `POST /v1/channels/{id}/sandbox/template-status` decides).
+    templateStatuses: (channel, refs) =>
+      call(
+        channel,
+        "template_statuses",
+        { count: refs.length },
+        templatesOnly(channel, () =>
+          refs.map((ref) => ({
+            externalId: ref.externalId,
+            status: ref.status === "pending" && channel.settings.template_review !== "manual" ? "approved" as const : ref.status,
+            reason: null
+          })))
+      ),
+    deleteTemplate: (channel, ref) =>
+      call(channel, "delete_template", { externalId: ref.externalId, name: ref.name }, templatesOnly(channel, () => undefined))
   }
   return adapter
 })

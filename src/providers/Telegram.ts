@@ -353,6 +353,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
       })
 
       const bots = () => notSupported("Telegram bots cannot block users.")
+      const noTemplates = () => notSupported("Telegram has no message templates.")
       const adapter: ProviderAdapter = {
         send,
         edit,
@@ -362,7 +363,10 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         block: () => Effect.fail(bots()),
         unblock: () => Effect.fail(bots()),
         download,
-        requestCallPermission: () => Effect.fail(notSupported("Telegram bots cannot place calls."))
+        requestCallPermission: () => Effect.fail(notSupported("Telegram bots cannot place calls.")),
+        submitTemplate: () => Effect.fail(noTemplates()),
+        templateStatuses: () => Effect.fail(noTemplates()),
+        deleteTemplate: () => Effect.fail(noTemplates())
       }
       return TelegramApi.of({ adapter, registerWebhook, getStickerSet })
     })

@@ -3,7 +3,7 @@ import { HttpClientRequest } from "effect/http"
 import { createHmac } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqual } from "../platform/Crypto.ts"
-import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type OutboundMessage, type ProviderAdapter, ProviderError, type SentMessage } from "./Provider.ts"
+import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type ModerationStatus, type OutboundMessage, type ProviderAdapter, ProviderError, type ProviderTemplate, type SentMessage, type TemplateRef, type TemplateVerdict } from "./Provider.ts"
 import {
   contentTypeOf,
   decodeAs,
@@ -279,6 +279,65 @@ const captionLimit = 1024
 
 export const phoneNumberIdPattern = /^\d{1,30}$/
 
+const namedParameter = (v: { readonly name: string; readonly value: string }) => ({ type: "text", parameter_name: v.name, text: v.value })
+
+const WaTemplateCreated = Schema.Struct({ id: Schema.String, status: Schema.optional(Schema.String) })
+const WaTemplateInfo = Schema.Struct({
+  id: Schema.String,
+  status: Schema.String,
+  rejected_reason: Schema.optional(Schema.String)
+})
+const decodeTemplateCreated = decodeAs(WaTemplateCreated)
+const decodeTemplateInfo = decodeAs(WaTemplateInfo)
+
+/** Meta's template statuses onto ours; appeals stay pending, anything retired counts as disabled. */
+export const moderationStatus = (status: string): ModerationStatus => {
+  switch (status.toUpperCase()) {
+    case "APPROVED":
+      return "approved"
+    case "REJECTED":
+      return "rejected"
+    case "PAUSED":
+      return "paused"
+    case "PENDING":
+    case "IN_APPEAL":
+      return "pending"
+    default:
+      return "disabled"
+  }
+}
+
+/** `NONE` is how Meta says "no reason". */
+const reasonOf = (reason: string | undefined) => reason === undefined || reason === "" || reason === "NONE" ? null : reason
+
+const buttonOf = (b: ProviderTemplate["buttons"][number]) =>
+  b.type === "url"
+    ? { type: "URL", text: b.label, url: b.value ?? "" }
+    : b.type === "phone"
+    ? { type: "PHONE_NUMBER", text: b.label, phone_number: b.value ?? "" }
+    : { type: "QUICK_REPLY", text: b.label }
+
+/** The Graph API `components` of a template with `parameter_format: NAMED`. */
+const componentsOf = (t: ProviderTemplate) => [
+  ...(t.header === null ? [] : [{
+    type: "HEADER",
+    format: "TEXT",
+    text: t.header.text,
+    ...(t.header.examples.length === 0
+      ? {}
+      : { example: { header_text_named_params: t.header.examples.map((e) => ({ param_name: e.name, example: e.value })) } })
+  }]),
+  {
+    type: "BODY",
+    text: t.body.text,
+    ...(t.body.examples.length === 0
+      ? {}
+      : { example: { body_text_named_params: t.body.examples.map((e) => ({ param_name: e.name, example: e.value })) } })
+  },
+  ...(t.footer === null ? [] : [{ type: "FOOTER", text: t.footer }]),
+  ...(t.buttons.length === 0 ? [] : [{ type: "BUTTONS", buttons: t.buttons.map(buttonOf) }])
+]
+
 export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
   readonly adapter: ProviderAdapter
 }>()("crm/channels/WhatsAppCloudApi") {
@@ -347,9 +406,10 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
             template: {
               name: t.name,
               language: { code: t.language },
-              components: t.parameters.length === 0
-                ? []
-                : [{ type: "body", parameters: t.parameters.map((text) => ({ type: "text", text })) }]
+              components: [
+                ...(t.header.length === 0 ? [] : [{ type: "header", parameters: t.header.map(namedParameter) }]),
+                ...(t.body.length === 0 ? [] : [{ type: "body", parameters: t.body.map(namedParameter) }])
+              ]
             }
           }))
         }
@@ -434,6 +494,80 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         return { externalMessageId }
       })
 
+      /** Templates belong to the WhatsApp Business Account, not to the phone number. */
+      const businessOf = (channel: ChannelContext) =>
+        Effect.flatMap(accountOf(channel), (account) => {
+          const waba = channel.credentials.business_account_id
+          return waba !== undefined && phoneNumberIdPattern.test(waba)
+            ? Effect.succeed({ token: account.token, waba })
+            : Effect.fail(rejected("The channel has no WhatsApp Business Account id (credentials.business_account_id)."))
+        })
+
+      const submitTemplate = Effect.fnUntraced(function*(channel: ChannelContext, template: ProviderTemplate, externalId: string | null) {
+        const business = yield* businessOf(channel)
+        // A known template is edited in place (Meta re-reviews it); a new one is created.
+        if (externalId !== null) {
+          yield* call(
+            HttpClientRequest.post(`${base}/${encodeURIComponent(externalId)}`).pipe(
+              HttpClientRequest.bodyJsonUnsafe({ category: template.category.toUpperCase(), components: componentsOf(template) })
+            ),
+            business.token
+          )
+          return { externalId, status: "pending" as const, reason: null }
+        }
+        const created = decodeTemplateCreated(
+          yield* call(
+            HttpClientRequest.post(`${base}/${business.waba}/message_templates`).pipe(HttpClientRequest.bodyJsonUnsafe({
+              name: template.name,
+              language: template.language,
+              category: template.category.toUpperCase(),
+              parameter_format: "NAMED",
+              components: componentsOf(template)
+            })),
+            business.token
+          )
+        )
+        if (Option.isNone(created)) return yield* unavailable("WhatsApp answered without a template id.")
+        return { externalId: created.value.id, status: moderationStatus(created.value.status ?? "PENDING"), reason: null }
+      })
+
+      const templateStatuses = Effect.fnUntraced(function*(channel: ChannelContext, refs: ReadonlyArray<TemplateRef>) {
+        const business = yield* businessOf(channel)
+        const verdicts: Array<TemplateVerdict> = []
+        for (const ref of refs) {
+          const answer = yield* http.execute(
+            HttpClientRequest.bearerToken(
+              HttpClientRequest.get(`${base}/${encodeURIComponent(ref.externalId)}`).pipe(
+                HttpClientRequest.setUrlParam("fields", "id,name,language,status,rejected_reason")
+              ),
+              business.token
+            ),
+            "WhatsApp"
+          )
+          // A template Meta no longer knows is left out: the caller keeps what it holds.
+          if (answer.status === 404) continue
+          if (answer.status < 200 || answer.status >= 300) {
+            const error = failure(answer)
+            if (error.code === "rejected") continue
+            return yield* error
+          }
+          const info = Option.getOrUndefined(Option.flatMap(parseJson(answer), decodeTemplateInfo))
+          if (info === undefined) continue
+          verdicts.push({ externalId: ref.externalId, status: moderationStatus(info.status), reason: reasonOf(info.rejected_reason) })
+        }
+        return verdicts
+      })
+
+      const deleteTemplate = Effect.fnUntraced(function*(channel: ChannelContext, ref: TemplateRef) {
+        const business = yield* businessOf(channel)
+        yield* call(
+          HttpClientRequest.delete(`${base}/${business.waba}/message_templates`).pipe(
+            HttpClientRequest.setUrlParams({ name: ref.name, hsm_id: ref.externalId })
+          ),
+          business.token
+        )
+      })
+
       const adapter: ProviderAdapter = {
         send,
         edit: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot edit sent messages.")),
@@ -443,7 +577,10 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         block: blockList("POST"),
         unblock: blockList("DELETE"),
         download,
-        requestCallPermission
+        requestCallPermission,
+        submitTemplate,
+        templateStatuses,
+        deleteTemplate
       }
       return WhatsAppCloudApi.of({ adapter })
     })

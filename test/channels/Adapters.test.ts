@@ -194,7 +194,7 @@ describe("Telegram adapter against the Bot API fake", () => {
   it("refuses what bots cannot do and empty sends", async () => {
     assert.strictEqual((await failure(Effect.flatMap(telegram, (a) => a.block(telegramChannel(), "1")))).code, "not_supported")
     assert.strictEqual((await failure(Effect.flatMap(telegram, (a) => a.like(telegramChannel(), "1", "1:1")))).code, "not_supported")
-    const template = text("1", null, { template: { name: "hello", language: "en", parameters: [] } })
+    const template = text("1", null, { template: { name: "hello", language: "en", header: [], body: [] } })
     assert.strictEqual((await failure(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), template)))).code, "not_supported")
     assert.strictEqual((await failure(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), text("1", "  "))))).code, "rejected")
     const noToken = await failure(Effect.flatMap(telegram, (a) => a.send(telegramChannel({ credentials: {} }), text("1", "x"))))
@@ -259,11 +259,11 @@ describe("WhatsApp Cloud adapter against the Cloud API fake", () => {
     await run(Effect.flatMap(whatsapp, (a) => a.react(whatsappChannel(), "15551234567", "wamid.X", null)))
     assert.deepStrictEqual(wa.http.calls("POST messages").at(-1)!.body.reaction, { message_id: "wamid.X", emoji: "" })
     await run(Effect.flatMap(whatsapp, (a) =>
-      a.send(whatsappChannel(), text("15551234567", null, { template: { name: "order_update", language: "en_US", parameters: ["42"] } }))))
+      a.send(whatsappChannel(), text("15551234567", null, { template: { name: "order_update", language: "en_US", header: [], body: [{ name: "order_id", value: "42" }] } }))))
     assert.deepStrictEqual(wa.http.calls("POST messages").at(-1)!.body.template, {
       name: "order_update",
       language: { code: "en_US" },
-      components: [{ type: "body", parameters: [{ type: "text", text: "42" }] }]
+      components: [{ type: "body", parameters: [{ type: "text", parameter_name: "order_id", text: "42" }] }]
     })
   })
 

@@ -324,7 +324,7 @@ describe("providers", () => {
     assert.strictEqual(closed.code, "not_reachable_24h")
     assert.strictEqual((await provider(business, (p) => p.block(business, "15550001"))).code, "not_reachable_24h")
     await providerOk(business, (p) =>
-      p.send(business, { recipient: "15550001", text: null, attachments: [], quotedExternalMessageId: null, template: { name: "t", language: "en", parameters: [] } }))
+      p.send(business, { recipient: "15550001", text: null, attachments: [], quotedExternalMessageId: null, template: { name: "t", language: "en", header: [], body: [] } }))
     // Once the user writes in, the window is open.
     const inbound = await request(server, "POST", `/v1/channels/${business.id}/sandbox/inbound`, {
       token: company.token,
