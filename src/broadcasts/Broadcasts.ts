@@ -180,12 +180,19 @@ export class Broadcasts extends Context.Service<Broadcasts, {
         const entries = row.content.channels.filter((e) => e.type === "template")
         if (entries.length === 0) return
         for (const entry of entries) {
-          const refusal = yield* templates.approved(companyId, {
-            templateId: entry.templateId ?? 0,
-            channelId: entry.channelId,
-            language: entry.language ?? undefined
-          }).pipe(Effect.match({ onFailure: (e) => e.message, onSuccess: () => null }))
-          if (refusal !== null) return yield* invalidFields({ content: [refusal] })
+          const templateId = entry.templateId ?? 0
+          const approved = yield* templates.approved(companyId, { templateId, channelId: entry.channelId, language: entry.language ?? undefined }).pipe(Effect.option)
+          if (Option.isSome(approved)) continue
+          const [channel] = yield* repo.channels(companyId, [entry.channelId])
+          const ref = yield* repo.templateRef(companyId, templateId, entry.language ?? null)
+          const slug = Option.match(ref, { onNone: () => String(templateId), onSome: (r) => r.slug })
+          const language = Option.match(ref, { onNone: () => entry.language ?? "en", onSome: (r) => r.language })
+          return yield* invalidFields({
+            content: [
+              `Channel '${channel?.name ?? entry.channelId}' has no approved template '${slug}' (language ${language}). ` +
+              "Approve this template for the channel or pick a channel where it is approved."
+            ]
+          })
         }
       })
 

@@ -165,6 +165,8 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
   segments(companyId: CompanyId): Effect.Effect<ReadonlyArray<{ readonly id: number; readonly name: string }>>
   channels(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<{ readonly id: number; readonly name: string; readonly type: string; readonly provider: string; readonly settings: Record<string, unknown> }>>
   companyTimezone(companyId: CompanyId): Effect.Effect<string>
+  /** The slug and language a template reference (group id, else instance id) names, for the rule-3 refusal text. */
+  templateRef(companyId: CompanyId, templateId: number, language: string | null): Effect.Effect<Option.Option<{ readonly slug: string; readonly language: string }>>
   /** One click on a link: the URL and whether it was the first; None for an unknown code. */
   click(code: string, now: Date): Effect.Effect<Option.Option<string>>
   /** Reachable audience per chosen channel (same rules as the snapshot). */
@@ -340,6 +342,15 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
           Effect.orDie
         )
 
+      const templateRef = (companyId: CompanyId, templateId: number, language: string | null) =>
+        sql<{ slug: string; language: string }>`
+          SELECT g.slug, coalesce(${language}::text, i.language, (SELECT t.language FROM templates t WHERE t.company_id = ${companyId} AND t.group_id = g.id ORDER BY t.id LIMIT 1), 'en') AS language
+          FROM template_groups g
+          LEFT JOIN templates i ON i.company_id = ${companyId} AND i.id = ${templateId} AND i.group_id = g.id
+          WHERE g.company_id = ${companyId}
+            AND (g.id = ${templateId} OR g.id = (SELECT group_id FROM templates WHERE company_id = ${companyId} AND id = ${templateId}))
+          ORDER BY (g.id = ${templateId}) DESC LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
+
       const click = (code: string, now: Date) =>
         sql<{ url: string }>`
           UPDATE broadcast_links SET clicks = clicks + 1, clicked_at = coalesce(clicked_at, ${now})
@@ -376,6 +387,7 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
         segments,
         channels,
         companyTimezone,
+        templateRef,
         click,
         reachable
       })
