@@ -240,7 +240,8 @@ export class Broadcasts extends Context.Service<Broadcasts, {
       const meta = Effect.fn("Broadcasts.meta")(function*() {
         const company = yield* gate("broadcast.view")
         const segments = yield* repo.segments(company.id)
-        return { segments: segments.map((s) => ({ id: String(s.id), name: s.name })), variables: [...contactVariables], templates: [] }
+        const templates = yield* repo.approvedTemplates(company.id)
+        return { segments: segments.map((s) => ({ id: String(s.id), name: s.name })), variables: [...contactVariables], templates }
       })
 
       const list = Effect.fn("Broadcasts.list")(function*(page: number, perPage: number, statuses: ReadonlyArray<string>) {

@@ -165,6 +165,8 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
   segments(companyId: CompanyId): Effect.Effect<ReadonlyArray<{ readonly id: number; readonly name: string }>>
   channels(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<{ readonly id: number; readonly name: string; readonly type: string; readonly provider: string; readonly settings: Record<string, unknown> }>>
   companyTimezone(companyId: CompanyId): Effect.Effect<string>
+  /** Templates with an approved instance, for the builder: one row per group with its approved channels and languages. */
+  approvedTemplates(companyId: CompanyId): Effect.Effect<ReadonlyArray<{ readonly id: number; readonly name: string; readonly slug: string; readonly channels: ReadonlyArray<{ readonly channel_id: number; readonly language: string }> }>>
   /** The slug and language a template reference (group id, else instance id) names, for the rule-3 refusal text. */
   templateRef(companyId: CompanyId, templateId: number, language: string | null): Effect.Effect<Option.Option<{ readonly slug: string; readonly language: string }>>
   /** One click on a link: the URL and whether it was the first; None for an unknown code. */
@@ -351,6 +353,14 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
             AND (g.id = ${templateId} OR g.id = (SELECT group_id FROM templates WHERE company_id = ${companyId} AND id = ${templateId}))
           ORDER BY (g.id = ${templateId}) DESC LIMIT 1`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
 
+      const approvedTemplates = (companyId: CompanyId) =>
+        sql<{ id: number; name: string; slug: string; channels: ReadonlyArray<{ channel_id: number; language: string }> }>`
+          SELECT g.id, g.name, g.slug, jsonb_agg(jsonb_build_object('channel_id', t.channel_id, 'language', t.language) ORDER BY t.id) AS channels
+          FROM template_groups g
+          JOIN templates t ON t.company_id = ${companyId} AND t.group_id = g.id AND t.meta_status = 'approved' AND t.channel_id IS NOT NULL
+          WHERE g.company_id = ${companyId} AND g.status <> 'archived'
+          GROUP BY g.id ORDER BY g.name, g.id LIMIT 500`.pipe(Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id) }))), Effect.orDie)
+
       const click = (code: string, now: Date) =>
         sql<{ url: string }>`
           UPDATE broadcast_links SET clicks = clicks + 1, clicked_at = coalesce(clicked_at, ${now})
@@ -388,6 +398,7 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
         channels,
         companyTimezone,
         templateRef,
+        approvedTemplates,
         click,
         reachable
       })

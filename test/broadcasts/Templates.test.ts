@@ -58,6 +58,11 @@ describe("broadcasts with template content", () => {
     const done = await waitFor(server, company.token, created.body.data.id, (x) => x.status === "completed" || x.status === "failed")
     assert.strictEqual(done.status, "completed", JSON.stringify(await recipientsOf(queryOf(server), done.id)))
     assert.strictEqual(done.stats.sent, 3)
+    const meta = await request(server, "GET", "/v1/broadcasts/meta", { token: company.token })
+    assert.strictEqual(meta.status, 200, JSON.stringify(meta.body))
+    assert.deepStrictEqual(meta.body.data.templates.map((t: any) => [t.id, t.channels]), [[groupId, [{ channel_id: channelId, language: "en" }]]])
+    assert.include(meta.body.data.variables, "first_name")
+    assert.include(meta.body.data.segments.map((s: any) => s.id), segmentId)
     const messages = await query(server,
       `SELECT m.message_type, m.message_content, r.contact_id FROM broadcast_recipients r JOIN messages m ON m.id = r.message_id
        WHERE r.broadcast_id = $1 ORDER BY r.contact_id`, [done.id])
