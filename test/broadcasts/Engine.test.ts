@@ -40,7 +40,8 @@ describe("the run engine", () => {
     assert.strictEqual(times.length, 30)
     // 1200/min is one send per 50 ms: 30 sends span at least 29 slots, and not much more.
     const span = times[times.length - 1] - times[0]
-    assert.isAtLeast(span, 29 * 50 - 5)
+    // Slots are 50 ms apart; a send's recorded start can lag its slot by the pre-send check (the first most).
+    assert.isAtLeast(span, 29 * 50 - 100)
     // Not much slower either (a loaded machine adds latency between batches; the bench measures use over 3 minutes).
     assert.isAtMost(span, 29 * 50 + 1500)
   })
