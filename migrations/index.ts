@@ -20,6 +20,7 @@ import _0030_segments from "./0030_segments.ts"
 import _0031_segment_statistics from "./0031_segment_statistics.ts"
 import _0060_exports from "./0060_exports.ts"
 import _0070_templates from "./0070_templates.ts"
+import _0080_broadcasts from "./0080_broadcasts.ts"
 import _0090_automations from "./0090_automations.ts"
 import _0091_conversation_assignment from "./0091_conversation_assignment.ts"
 import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
@@ -51,6 +52,7 @@ export const migrations = {
   "0031_segment_statistics": _0031_segment_statistics,
   "0060_exports": _0060_exports,
   "0070_templates": _0070_templates,
+  "0080_broadcasts": _0080_broadcasts,
   "0090_automations": _0090_automations,
   "0091_conversation_assignment": _0091_conversation_assignment,
   "0100_company_country_status": _0100_company_country_status,

@@ -27,6 +27,7 @@ import { UserPhotosApi } from "./users/Api.ts"
 import { TemplatesApi } from "./templates/Api.ts"
 import { AutomationsApi } from "./automations/Api.ts"
 import { finishOpenApi } from "./platform/OpenApiDocument.ts"
+import { BroadcastClicksApi, BroadcastsApi } from "./broadcasts/Api.ts"
 
 export class Api extends HttpApi.make("crm")
   .add(MeApi)
@@ -60,6 +61,7 @@ export class Api extends HttpApi.make("crm")
   .add(ExportsApi, ExportFilesApi)
   .add(TemplatesApi)
   .add(AutomationsApi)
+  .add(BroadcastsApi, BroadcastClicksApi)
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

@@ -7,6 +7,8 @@ import { RateLimiterLayer } from "../cluster/RateLimiterLayer.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
 import { ConversationEntities } from "../cluster/ConversationHandlers.ts"
 import { SendLaneLayer } from "../cluster/SendLaneLayer.ts"
+import { BroadcastRunEntities } from "../cluster/BroadcastRunHandlers.ts"
+import { BroadcastRunDriverLayer } from "../cluster/BroadcastRunDriverLayer.ts"
 import { Sender } from "./messages/Sender.ts"
 import { Passwords } from "./auth/Passwords.ts"
 import { ChannelsLayer } from "./channels/Channels.ts"
@@ -65,6 +67,7 @@ export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
   Server.pipe(
     Layer.provideMerge(BackgroundLayer),
     Layer.provideMerge(AutomationCluster),
+    Layer.provideMerge(Layer.mergeAll(BroadcastRunEntities, BroadcastRunDriverLayer)),
     Layer.provideMerge(RealtimeLayer),
     Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),

@@ -1,5 +1,8 @@
 import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
+import { Broadcasts } from "./broadcasts/Broadcasts.ts"
+import { RunJobHandler, StartJobHandler } from "./broadcasts/Job.ts"
+import { StopWordsLayer } from "./broadcasts/StopWords.ts"
 import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./exports/Job.ts"
 import { ExportsRepo } from "./exports/Repo.ts"
 import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
@@ -21,13 +24,14 @@ import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { TemplateSending } from "./templates/Sending.ts"
 
 /** Every job kind this process runs; a new kind adds its handler here. */
-const JobRunner = Jobs.runner<Effect.Services<typeof StickerImportHandler.make> | ExportJobServices | Effect.Services<typeof RunHandler.make>>([
-  StickerImportHandler,
-  ExportHandler,
-  ExportExpiryHandler,
-  RunHandler
-]).pipe(
-  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer]),
+const JobRunner = Jobs.runner<
+  | Effect.Services<typeof StickerImportHandler.make>
+  | ExportJobServices
+  | Effect.Services<typeof RunHandler.make>
+  | Effect.Services<typeof RunJobHandler.make>
+  | Effect.Services<typeof StartJobHandler.make>
+>([StickerImportHandler, ExportHandler, ExportExpiryHandler, RunHandler, RunJobHandler, StartJobHandler]).pipe(
+  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer, Broadcasts.layer]),
   Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer])
 )
 
@@ -43,5 +47,6 @@ export const BackgroundLayer = Layer.mergeAll(
   WebhookDeliveryLayer,
   RemindersLayer,
   MailDrainLayer,
-  AutomationTriggers
+  AutomationTriggers,
+  StopWordsLayer
 )

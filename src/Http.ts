@@ -33,6 +33,7 @@ import { TeamsHttp } from "./teams/Http.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
 import { TemplatesHttp } from "./templates/Http.ts"
 import { AutomationsHttp } from "./automations/Http.ts"
+import { BroadcastClicksHttp, BroadcastsHttp } from "./broadcasts/Http.ts"
 
 const HealthRoutes = Layer.mergeAll(
   HttpRouter.add("GET", "/health", HttpServerResponse.jsonUnsafe({ status: "ok" })),
@@ -83,7 +84,9 @@ const Handlers = Layer.mergeAll(
   ExportsHttp,
   ExportFilesHttp,
   TemplatesHttp,
-  AutomationsHttp
+  AutomationsHttp,
+  BroadcastsHttp,
+  BroadcastClicksHttp
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )

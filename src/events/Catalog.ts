@@ -128,5 +128,10 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("automation.deleted", "Automation deleted", "automations", "automation", "An automation was deleted."),
   entry("automation.run.finished", "Automation run finished", "automations", "automation_run", "A run ended (`status` succeeded or failed, `error`, `duration_ms`)."),
   entry("conversation.assigned", "Conversation assigned", "messaging", "conversation", "A conversation was assigned to a member (also sent to their private-user channel) or a team."),
-  entry("automation.notification", "Automation notification", "automations", "automation_run", "A notify-user step (sent to the user's private-user channel).")
+  entry("automation.notification", "Automation notification", "automations", "automation_run", "A notify-user step (sent to the user's private-user channel)."),
+  entry("broadcast.created", "Broadcast created", "broadcasts", "broadcast", "A broadcast was created (or duplicated)."),
+  entry("broadcast.updated", "Broadcast updated", "broadcasts", "broadcast", "A broadcast was changed, published, cancelled or its recurring schedule paused or resumed."),
+  entry("broadcast.run.started", "Broadcast run started", "broadcasts", "broadcast_run", "A run started with its audience snapshot."),
+  entry("broadcast.run.progress", "Broadcast run progress", "broadcasts", "broadcast_run", "The counts of a run in progress, at most once per second."),
+  entry("broadcast.run.finished", "Broadcast run finished", "broadcasts", "broadcast_run", "A run completed, failed or was cancelled.")
 ]

@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
+import { makeCeilings } from "./Ceilings.ts"
 import { type ChannelContext, ProviderError, type ProviderAdapter, Providers } from "./Provider.ts"
 import { makeSandbox, SandboxLog } from "./Sandbox.ts"
 import { TelegramApi } from "./Telegram.ts"
@@ -35,9 +36,10 @@ export const ProvidersLayer = Layer.effect(
   Providers,
   Effect.gen(function*() {
     // The sandbox logs its own refusals, a disconnected channel included.
-    const sandbox = yield* makeSandbox
-    const telegram = whenConnected((yield* TelegramApi).adapter)
-    const whatsapp = whenConnected((yield* WhatsAppCloudApi).adapter)
+    const ceiling = yield* makeCeilings
+    const sandbox = ceiling(yield* makeSandbox)
+    const telegram = ceiling(whenConnected((yield* TelegramApi).adapter))
+    const whatsapp = ceiling(whenConnected((yield* WhatsAppCloudApi).adapter))
     return Providers.of({
       forChannel: (channel) =>
         channel.provider === "telegram" ? telegram : channel.provider === "whatsapp_cloud" ? whatsapp : sandbox

@@ -1,0 +1,177 @@
+/**
+ * The broadcast engine end to end, in one process against PostgreSQL:
+ *
+ *   1. one run of BENCH_BROADCAST_RECIPIENTS (100,000) recipients over 10 selected sandbox channels
+ *      (rate control off, sandbox ceiling raised): recipients/s from run start to the last final
+ *      status, PostgreSQL row writes per recipient (pg_stat_database tup_inserted + tup_updated +
+ *      tup_deleted over the run, everything the app wrote: messages, threads, events, recipients),
+ *      and the process's peak RSS growth;
+ *   2. a bare loop of the engine's recipient SQL (claim a batch, mark it sending, write the outcome)
+ *      over the same number of rows, with no sends;
+ *   3. pacing: 3 channels at 600/min for BENCH_BROADCAST_PACING_SECONDS (180): the most sends in any
+ *      60 s window per channel and the share of the allowance used.
+ *
+ * The run's result is checked (every recipient sent, one message each) before figures are printed.
+ *
+ *   DATABASE_URL=postgres://…/crm_x npx tsx bench/broadcast.ts
+ */
+import { createCompany, request, startServer } from "../test/support/TestServer.ts"
+import { query } from "../test/support/Sql.ts"
+
+process.env.LOG_LEVEL ??= "warn"
+process.env.SANDBOX_SENDS_PER_SECOND ??= "1000000"
+const N = Number(process.env.BENCH_BROADCAST_RECIPIENTS ?? 100_000)
+const PACING_SECONDS = Number(process.env.BENCH_BROADCAST_PACING_SECONDS ?? 180)
+if (!process.env.DATABASE_URL) {
+  console.log("bench/broadcast needs PostgreSQL: set DATABASE_URL. Skipped.")
+  process.exit(0)
+}
+
+const server = await startServer({ rateLimitPerWindow: 1_000_000_000 } as any)
+const db = (text: string, params: ReadonlyArray<unknown> = []) => query(server, text, params).then((rows) => [...rows] as Array<any>)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+let peakRss = process.memoryUsage().rss
+const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100)
+
+/** `count` contacts spread round-robin over `types`, one account each, tagged, and a segment of the tag. */
+const population = async (company: { id: number; token: string }, count: number, types: ReadonlyArray<string>) => {
+  const tag = await request(server, "POST", "/v1/tags", { token: company.token, body: { name: `bench-${Date.now()}` } })
+  const tagId = tag.body.data.id
+  await db(`INSERT INTO contacts (company_id, first_name, display_name) SELECT $1, 'C' || g, 'C' || g FROM generate_series(1, $2) g`, [company.id, count])
+  await db(`INSERT INTO contact_tags (company_id, contact_id, tag_id) SELECT $1, id, $2 FROM contacts WHERE company_id = $1`, [company.id, tagId])
+  await db(
+    `INSERT INTO contact_accounts (company_id, contact_id, channel_type, external_id)
+     SELECT $1, id, ($2::text[])[1 + (row_number() OVER (ORDER BY id) - 1) % array_length($2::text[], 1)], 'x' || id FROM contacts WHERE company_id = $1`,
+    [company.id, types]
+  )
+  await db("ANALYZE contacts, contact_tags, contact_accounts")
+  const segment = await request(server, "POST", "/v1/segments", {
+    token: company.token,
+    body: { name: `bench ${tagId}`, conditions: [{ group: 1, type: "tag", operator: "has_any", value: [tagId] }], group_logic: "and" }
+  })
+  return String(segment.body.data.id)
+}
+
+const channel = async (companyId: number, type: string, i: number) =>
+  (await db("INSERT INTO channels (company_id, type, provider, name, webhook_secret) VALUES ($1, $2, 'sandbox', $3, 's') RETURNING id", [companyId, type, `ch${i}`]))[0].id as number
+
+const writes = async () => {
+  const [row] = await db("SELECT (tup_inserted + tup_updated + tup_deleted)::bigint AS w FROM pg_stat_database WHERE datname = current_database()")
+  return Number(row.w)
+}
+
+const waitDone = async (token: string, id: number) => {
+  while (true) {
+    const res = await request(server, "GET", `/v1/broadcasts/${id}/runs`, { token })
+    const run = res.body.data[0]
+    if (run && run.status !== "processing") return run
+    await sleep(500)
+  }
+}
+
+// 1. The engine.
+const company = await createCompany(server)
+// Only msgr_a and msgr_b have no customer window; a contact's channel is the first selected one of its account's type.
+const types = ["msgr_a", "msgr_b"]
+const channels: Array<number> = []
+for (let i = 0; i < 10; i++) channels.push(await channel(company.id, types[i % 2], i))
+const segmentId = await population(company, N, types)
+const rssBefore = process.memoryUsage().rss
+peakRss = rssBefore
+const w0 = await writes()
+const created = await request(server, "POST", "/v1/broadcasts", {
+  token: company.token,
+  body: {
+    name: "bench", audience: { segmentId }, channels: { mode: "specific", channelIds: channels },
+    content: { channels: channels.map((channelId) => ({ type: "text", channelId, text: "Hello {{first_name}}" })) },
+    schedule: { mode: "now" }
+  }
+})
+if (created.status !== 201) throw new Error(JSON.stringify(created.body))
+const runId = created.body.data.runs[0].id
+const [{ started }] = await db("SELECT started_at AS started FROM broadcast_runs WHERE id = $1", [runId])
+const run = await waitDone(company.token, created.body.data.id)
+const [{ last }] = await db("SELECT max(sent_at) AS last FROM broadcast_recipients WHERE run_id = $1", [runId])
+const w1 = await writes()
+const seconds = (new Date(last).getTime() - new Date(started).getTime()) / 1000
+const [{ dup }] = await db(
+  `SELECT count(*)::int AS dup FROM (SELECT metadata->>'broadcast_recipient_id' FROM messages WHERE company_id = $1 AND direction = 'outbound' GROUP BY 1 HAVING count(*) > 1) d`,
+  [company.id]
+)
+if (run.sent !== N || dup !== 0) throw new Error(`run check failed: ${JSON.stringify(run)}, duplicates ${dup}`)
+const engineRate = N / seconds
+
+// 2. The bare loop over the same rows.
+const [{ id: bareRun }] = await db("INSERT INTO broadcast_runs (company_id, broadcast_id, status, started_at) VALUES ($1, $2, 'processing', now()) RETURNING id", [company.id, created.body.data.id])
+await db(
+  `INSERT INTO broadcast_recipients (company_id, broadcast_id, run_id, contact_id, channel_id, contact_account_id, identifier, timezone)
+   SELECT company_id, broadcast_id, $1, contact_id, channel_id, contact_account_id, identifier, timezone FROM broadcast_recipients WHERE run_id = $2`,
+  [bareRun, runId]
+)
+await db("UPDATE broadcast_runs SET status = 'cancelled' WHERE id = $1", [bareRun])
+const bareStart = Date.now()
+for (;;) {
+  const claimed = await db(
+    `WITH picked AS (SELECT id FROM broadcast_recipients WHERE run_id = $1 AND status = 'pending' ORDER BY id LIMIT 64 FOR UPDATE SKIP LOCKED)
+     UPDATE broadcast_recipients r SET status = 'sending', attempts = attempts + 1, sent_at = now() FROM picked WHERE r.id = picked.id RETURNING r.id`,
+    [bareRun]
+  )
+  if (claimed.length === 0) break
+  await db(
+    `UPDATE broadcast_recipients r SET status = v.status, message_id = v.message_id FROM jsonb_to_recordset($1::jsonb) AS v(id bigint, status text, message_id bigint)
+     WHERE r.id = v.id AND r.status = 'sending'`,
+    [JSON.stringify(claimed.map((c) => ({ id: c.id, status: "sent", message_id: null })))]
+  )
+}
+const bareRate = N / ((Date.now() - bareStart) / 1000)
+
+// 3. Pacing: 3 channels at 600/min.
+const paced = await createCompany(server)
+const pacedTypes = ["msgr_a", "msgr_b", "msgr_c_business"]
+const pacedChannels: Array<number> = []
+for (let i = 0; i < 3; i++) pacedChannels.push(await channel(paced.id, pacedTypes[i], i))
+const perChannel = Math.ceil(600 * PACING_SECONDS / 60 * 1.1)
+const pacedSegment = await population(paced, perChannel * 3, pacedTypes)
+// msgr_c_business free-form sends need the contact's inbound within 7 days: give each a thread that has one.
+await db(`INSERT INTO conversations (company_id, contact_id) SELECT $1, contact_id FROM contact_accounts WHERE company_id = $1 AND channel_type = 'msgr_c_business'`, [paced.id])
+await db(
+  `INSERT INTO threads (company_id, conversation_id, channel_id, contact_account_id, last_inbound_at)
+   SELECT $1, cv.id, $2, ca.id, now() FROM contact_accounts ca JOIN conversations cv ON cv.contact_id = ca.contact_id AND cv.company_id = $1
+   WHERE ca.company_id = $1 AND ca.channel_type = 'msgr_c_business'`,
+  [paced.id, pacedChannels[2]]
+)
+const pacedCreated = await request(server, "POST", "/v1/broadcasts", {
+  token: paced.token,
+  body: {
+    name: "pacing", audience: { segmentId: pacedSegment }, channels: { mode: "specific", channelIds: pacedChannels },
+    content: { channels: pacedChannels.map((channelId) => ({ type: "text", channelId, text: "Hi" })) },
+    schedule: { mode: "now", rateControl: { enabled: true, messagesPerMinute: 600 } }
+  }
+})
+const pacedRun = pacedCreated.body.data.runs[0].id
+await sleep(PACING_SECONDS * 1000)
+await request(server, "POST", `/v1/broadcasts/${pacedCreated.body.data.id}/runs/${pacedRun}/cancel`, { token: paced.token })
+const pacing: Array<string> = []
+for (const ch of pacedChannels) {
+  const times = (await db("SELECT sent_at FROM broadcast_recipients WHERE run_id = $1 AND channel_id = $2 AND status = 'sent' ORDER BY sent_at", [pacedRun, ch]))
+    .map((r) => new Date(r.sent_at).getTime())
+  let best = 0
+  let from = 0
+  for (let to = 0; to < times.length; to++) {
+    while (times[to] - times[from] >= 60_000) from++
+    best = Math.max(best, to - from + 1)
+  }
+  const windowStart = times[0]
+  const inWindow = times.filter((t) => t < windowStart + (PACING_SECONDS - 1) * 1000).length
+  pacing.push(`channel ${ch}: max ${best} in any 60 s window (limit 600), used ${(100 * inWindow / (600 * (PACING_SECONDS - 1) / 60)).toFixed(1)}% of the allowance`)
+}
+
+clearInterval(sampler)
+console.log(`broadcast bench (${N} recipients, ${channels.length} channels selected; recipients land on the first channel of each of ${types.length} account types)`)
+console.log(`  engine: ${engineRate.toFixed(0)} recipients/s (${seconds.toFixed(1)} s), ${((w1 - w0) / N).toFixed(1)} PostgreSQL row writes per recipient`)
+console.log(`  bare SQL loop: ${bareRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / bareRate).toFixed(2)}`)
+console.log(`  RSS: ${(rssBefore / 1e6).toFixed(0)} MB before the run, peak ${(peakRss / 1e6).toFixed(0)} MB (growth ${((peakRss - rssBefore) / 1e6).toFixed(0)} MB)`)
+for (const line of pacing) console.log(`  pacing ${line}`)
+await server.close()
+process.exit(0)

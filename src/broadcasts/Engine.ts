@@ -1,0 +1,452 @@
+import { Clock, Context, Effect, Layer, Option, Random } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import { CompanyId } from "../auth/Domain.ts"
+import { Events } from "../events/Events.ts"
+import { Media } from "../media/Media.ts"
+import type { Message } from "../messages/Domain.ts"
+import { Outbound } from "../messages/Outbound.ts"
+import { AppConfig } from "../platform/Config.ts"
+import { Jobs } from "../platform/Jobs.ts"
+import { definitionOf, memberIds } from "../segments/Compiler.ts"
+import { TemplateSending } from "../templates/Sending.ts"
+import { render, trackLinks, withOptOut } from "./Content.ts"
+import type { ChannelContent, SendWindow } from "./Domain.ts"
+import { RunJob } from "./Kinds.ts"
+import { newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
+import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
+
+/** Recipients claimed at once per channel when nothing paces it but the provider ceiling. */
+const batchSize = 64
+/** Sends in flight per channel batch (each in its own conversation lane). */
+const sendConcurrency = 16
+/** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
+const maxIdleMs = 1000
+const progressEveryMs = 1000
+
+interface Claimed {
+  readonly id: number
+  readonly contact_id: number
+  readonly channel_id: number
+  readonly contact_account_id: number
+  readonly variant_key: string | null
+  readonly first_name: string | null
+  readonly last_name: string | null
+  readonly display_name: string | null
+  readonly company_name: string | null
+  readonly opted_out: boolean
+  readonly blocked: boolean
+  readonly recent: boolean
+}
+
+interface Outcome {
+  readonly id: number
+  readonly status: "sent" | "failed" | "skipped" | "pending"
+  readonly error: string | null
+  readonly message_id: number | null
+  /** When its send started, if it waited for a paced slot after the claim. */
+  readonly sent_at?: string
+}
+
+const minuteOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5))
+
+/** The window's bounds in minutes of the day, or null when sends may happen at any time. */
+export const windowOf = (window: SendWindow | null | undefined) => {
+  if (window === null || window === undefined || window.enabled !== true) return null
+  const start = minuteOf(window.startTime ?? "00:00")
+  const end = minuteOf(window.endTime ?? "23:59")
+  return { start, end, smart: window.mode === "smart", zone: window.timezone && window.timezone !== "recipient" ? window.timezone : null }
+}
+
+const contentFor = (broadcast: BroadcastRow, channelId: number): ChannelContent | undefined =>
+  broadcast.content.channels.find((entry) => entry.channelId === channelId)
+
+/**
+ * The run engine: the audience snapshot when a run starts, and `drive`, which claims recipients in
+ * batches, paces them per channel and sends each through `Outbound.deliver`. Only one `drive` of a
+ * run is live at a time (the BroadcastRun entity and the run's job lease see to it), which is what
+ * makes its first step, failing recipients left `sending` by a crashed driver, safe.
+ */
+export class RunEngine extends Context.Service<RunEngine, {
+  /** Creates a run with its recipient snapshot and queues its driving, in the caller's transaction. */
+  start(companyId: CompanyId, broadcast: BroadcastRow): Effect.Effect<number>
+  drive(companyId: CompanyId, runId: number): Effect.Effect<void>
+}>()("crm/broadcasts/RunEngine") {
+  static readonly layerNoDeps = Layer.effect(
+    RunEngine,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const repo = yield* BroadcastsRepo
+      const events = yield* Events
+      const jobs = yield* Jobs
+      const outbound = yield* Outbound
+      const config = yield* AppConfig
+      const templates = yield* TemplateSending
+      const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+      const countsOf = Effect.fnUntraced(function*(companyId: CompanyId, broadcastId: number, runId: number) {
+        const rows = yield* repo.counts(companyId, [broadcastId], "run")
+        return rows.find((row) => Number(row.key) === runId) ?? emptyCounts
+      })
+
+      const countsPayload = (c: Counts) => ({
+        total: c.total,
+        pending: c.pending + c.sending,
+        sent: c.sent,
+        delivered: c.delivered,
+        read: c.read,
+        failed: c.failed,
+        skipped: c.skipped
+      })
+
+      const snapshot = Effect.fnUntraced(function*(companyId: CompanyId, broadcast: BroadcastRow, runId: number) {
+        const segment = broadcast.segment_id === null ? Option.none() : yield* repo.segment(companyId, broadcast.segment_id)
+        if (Option.isNone(segment)) return
+        const members = yield* memberIds(companyId, yield* definitionOf(segment.value)).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        const companyTz = yield* repo.companyTimezone(companyId)
+        const variants: Record<string, Array<string>> = {}
+        for (const entry of broadcast.content.channels) {
+          if (entry.type === "text" && entry.variants && entry.variants.length > 0) variants[String(entry.channelId)] = entry.variants.map((v) => v.key)
+        }
+        const window = windowOf(broadcast.schedule.sendWindow)
+        const zone = window?.zone ? sql`${window.zone}::text` : sql`coalesce(z1.name, z2.name, ${companyTz}::text)`
+        const keys = sql`(${JSON.stringify(variants)}::jsonb -> pick.channel_id::text)`
+        const preferred = window?.smart
+          ? sql`(SELECT (extract(hour FROM i."timestamp" AT TIME ZONE ${zone}))::int * 60
+              FROM conversations cv JOIN messages i ON i.company_id = ${companyId} AND i.conversation_id = cv.id AND i.direction = 'inbound'
+              WHERE cv.company_id = ${companyId} AND cv.contact_id = c.id
+              GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1)`
+          : sql`NULL::int`
+        // The variant: 28 bits of md5(broadcast:contact), so the same pair always gets the same key.
+        yield* sql`
+          WITH zones AS MATERIALIZED (SELECT name FROM pg_timezone_names)
+          INSERT INTO broadcast_recipients (company_id, broadcast_id, run_id, contact_id, channel_id, contact_account_id, identifier,
+            variant_key, timezone, preferred_minute)
+          SELECT ${companyId}, ${broadcast.id}, ${runId}, c.id, pick.channel_id, pick.account_id, pick.external_id,
+            CASE WHEN ${keys} IS NOT NULL THEN ${keys} ->> (
+              ('x0' || substr(md5(${String(broadcast.id)}::text || ':' || c.id::text), 1, 7))::bit(32)::int % jsonb_array_length(${keys})
+            ) END,
+            ${zone}, ${preferred}
+          FROM (${members}) mem
+          JOIN contacts c ON c.id = mem.id AND c.company_id = ${companyId}
+          CROSS JOIN LATERAL (${pickChannel(sql, companyId, broadcast.channel_ids)}) pick
+          LEFT JOIN zones z1 ON z1.name = c.timezone
+          LEFT JOIN zones z2 ON z2.name = c.custom_fields ->> 'timezone'
+          WHERE c.opted_out_at IS NULL AND c.blocked_at IS NULL
+          ON CONFLICT (run_id, contact_id) DO NOTHING`.unprepared
+      }, Effect.orDie)
+
+      const start = Effect.fn("RunEngine.start")(function*(companyId: CompanyId, broadcast: BroadcastRow) {
+        const now = yield* nowDate
+        const runId = yield* repo.insertRun(companyId, broadcast.id, now)
+        yield* snapshot(companyId, broadcast, runId)
+        const total = yield* repo.setRunTotal(companyId, runId)
+        yield* repo.setStatus(companyId, broadcast.id, "active", now)
+        yield* events.emit(companyId, "broadcast.run.started", { broadcast_id: broadcast.id, run_id: runId, total })
+        yield* jobs.enqueue(RunJob, companyId, { run_id: runId })
+        return runId
+      })
+
+      const finish = Effect.fnUntraced(function*(companyId: CompanyId, broadcastId: number, runId: number) {
+        const now = yield* nowDate
+        const run = yield* repo.findRun(companyId, broadcastId, runId, true)
+        if (Option.isNone(run) || run.value.status !== "processing") return
+        const counts = yield* countsOf(companyId, broadcastId, runId)
+        if (counts.pending + counts.sending > 0) return
+        const allFailed = counts.total > 0 && counts.failed + counts.skipped === counts.total
+        const status = allFailed ? "failed" : "completed"
+        yield* repo.setRunStatus(companyId, runId, status, now)
+        const broadcast = yield* repo.find(companyId, broadcastId, true)
+        if (Option.isSome(broadcast) && broadcast.value.status === "active") {
+          const others = (yield* repo.activeRuns(companyId, broadcastId)).filter((r) => r.id !== runId)
+          if (others.length === 0) {
+            const next = broadcast.value.recurrence !== null && broadcast.value.next_run_at !== null
+            yield* repo.setStatus(companyId, broadcastId, next ? "scheduled" : allFailed ? "failed" : "completed", now)
+          }
+        }
+        yield* events.emit(companyId, "broadcast.run.finished", { broadcast_id: broadcastId, run_id: runId, status, ...countsPayload(counts) })
+      }, sql.withTransaction, Effect.orDie)
+
+      const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
+        outcomes.length === 0 ? Effect.void : sql`
+          UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
+            sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
+          FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
+          WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'`.pipe(Effect.asVoid, Effect.orDie)
+
+      const drive = Effect.fn("RunEngine.drive")(function*(companyId: CompanyId, runId: number) {
+        const located = yield* sql<{ broadcast_id: number }>`
+          SELECT broadcast_id FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.orDie)
+        if (located.length === 0) return
+        const broadcastId = Number(located[0].broadcast_id)
+        const found = yield* repo.find(companyId, broadcastId)
+        if (Option.isNone(found)) return
+        const broadcast = found.value
+        // Only one driver of a run is live, so a recipient still `sending` belongs to a driver that died.
+        // Its message row (written before the provider call, finished after it) settles what it can;
+        // the rest are `outcome_unknown`: whether they went out is unknown, and they are never resent on their own.
+        yield* sql`
+          UPDATE broadcast_recipients r
+          SET status = CASE WHEN m.status IN ('sent', 'delivered', 'read') THEN 'sent' ELSE 'failed' END,
+            error_message = CASE WHEN m.status IN ('sent', 'delivered', 'read') THEN NULL
+              WHEN m.status = 'failed' THEN 'provider_error' ELSE 'outcome_unknown' END,
+            message_id = m.id
+          FROM broadcast_recipients s
+          LEFT JOIN LATERAL (
+            SELECT m.id, m.status FROM conversations cv
+            JOIN messages m ON m.company_id = ${companyId} AND m.conversation_id = cv.id AND m.direction = 'outbound'
+              AND m.metadata ->> 'broadcast_recipient_id' = s.id::text
+            WHERE cv.company_id = ${companyId} AND cv.contact_id = s.contact_id
+            ORDER BY m.id DESC LIMIT 1
+          ) m ON true
+          WHERE s.company_id = ${companyId} AND s.run_id = ${runId} AND s.status = 'sending' AND r.id = s.id`.pipe(Effect.orDie)
+        if (broadcast.status === "scheduled") yield* repo.setStatus(companyId, broadcastId, "active", yield* nowDate)
+
+        const rate = broadcast.schedule.rateControl
+        const pace: Pace = paceOf(rate)
+        const window = windowOf(broadcast.schedule.sendWindow)
+        const dailyLimit = rate?.enabled !== false ? rate?.dailyLimit ?? null : null
+        const recentHours = rate?.enabled !== false ? rate?.skipContactedWithinHours ?? null : null
+        const settings = broadcast.content.settings
+        const companyTz = yield* repo.companyTimezone(companyId)
+        const userId = broadcast.user_id ?? 0
+
+        const pacers = new Map<number, PacerState>()
+        const idleUntil = new Map<number, number>()
+        const startedAt = yield* Clock.currentTimeMillis
+        for (const channelId of broadcast.channel_ids) {
+          const recent = yield* sql<{ sent_at: Date }>`
+            SELECT sent_at FROM broadcast_recipients
+            WHERE broadcast_id = ${broadcastId} AND channel_id = ${channelId} AND sent_at > ${new Date(startedAt - 60_000)}`.pipe(Effect.orDie)
+          pacers.set(channelId, newPacer(recent.map((r) => r.sent_at.getTime()), startedAt))
+        }
+
+        const localMinute = (now: Date) =>
+          sql`(extract(hour FROM (${now}::timestamptz AT TIME ZONE r.timezone)) * 60 + extract(minute FROM (${now}::timestamptz AT TIME ZONE r.timezone)))::int`
+        const inWindow = (minute: Statement.Fragment, w: NonNullable<typeof window>) =>
+          w.start <= w.end ? sql`(${minute} >= ${w.start} AND ${minute} < ${w.end})` : sql`(${minute} >= ${w.start} OR ${minute} < ${w.end})`
+
+        const claim = (channelId: number, n: number, now: Date) => {
+          let eligible = sql`true`
+          if (window !== null) {
+            const minute = localMinute(now)
+            eligible = inWindow(minute, window)
+            if (window.smart) {
+              eligible = sql`${eligible} AND ${minute} >= CASE WHEN r.preferred_minute IS NOT NULL AND ${
+                inWindow(sql`r.preferred_minute`, window)
+              } THEN r.preferred_minute ELSE ${window.start} END`
+            }
+          }
+          const recent = recentHours === null ? sql`false` : sql`EXISTS (
+            SELECT 1 FROM conversations cv
+            JOIN messages o ON o.company_id = ${companyId} AND o.conversation_id = cv.id AND o.direction = 'outbound'
+              AND o."timestamp" > ${new Date(now.getTime() - recentHours * 3600_000)}
+            WHERE cv.company_id = ${companyId} AND cv.contact_id = cl.contact_id)`
+          return sql<Claimed>`
+            WITH picked AS (
+              SELECT r.id FROM broadcast_recipients r
+              WHERE r.run_id = ${runId} AND r.status = 'pending' AND r.channel_id = ${channelId} AND ${eligible}
+              ORDER BY r.id LIMIT ${n} FOR UPDATE SKIP LOCKED
+            ), cl AS (
+              UPDATE broadcast_recipients r SET status = 'sending', attempts = r.attempts + 1, sent_at = ${now}
+              FROM picked WHERE r.id = picked.id
+              RETURNING r.id, r.contact_id, r.channel_id, r.contact_account_id, r.variant_key
+            )
+            SELECT cl.id, cl.contact_id, cl.channel_id, cl.contact_account_id, cl.variant_key,
+              c.first_name, c.last_name, c.display_name, c.company_name,
+              (c.opted_out_at IS NOT NULL) AS opted_out, (c.blocked_at IS NOT NULL) AS blocked, ${recent} AS recent
+            FROM cl JOIN contacts c ON c.id = cl.contact_id AND c.company_id = ${companyId}
+            ORDER BY cl.id`.pipe(
+            Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id), contact_id: Number(row.contact_id), channel_id: Number(row.channel_id), contact_account_id: Number(row.contact_account_id) }))),
+            Effect.orDie
+          )
+        }
+
+        const sentToday = (now: Date) =>
+          sql<{ count: number; next_day: Date }>`
+            SELECT count(*)::int AS count,
+              (date_trunc('day', ${now}::timestamptz AT TIME ZONE ${companyTz}) + interval '1 day') AT TIME ZONE ${companyTz} AS next_day
+            FROM broadcast_recipients
+            WHERE broadcast_id = ${broadcastId} AND sent_at >= (date_trunc('day', ${now}::timestamptz AT TIME ZONE ${companyTz}) AT TIME ZONE ${companyTz})`.pipe(
+            Effect.map((rows) => rows[0]),
+            Effect.orDie
+          )
+
+        const failed = (id: number, error: string): Outcome => ({ id, status: "failed", error, message_id: null })
+        const skipped = (id: number, error: string): Outcome => ({ id, status: "skipped", error, message_id: null })
+
+        const sendOne = (recipient: Claimed, text: string | null, entry: ChannelContent): Effect.Effect<Outcome> =>
+          Effect.gen(function*() {
+            const thread = yield* outbound.threadFor(companyId, recipient.channel_id, recipient.contact_account_id)
+            if (Option.isNone(thread)) return failed(recipient.id, "no_thread")
+            const metadata = { broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id }
+            let sent: Effect.Effect<Message, { readonly _tag: string; readonly reason?: string; readonly message: string }>
+            if (entry.type === "template") {
+              sent = Effect.gen(function*() {
+                const template = yield* templates.approved(companyId, {
+                  templateId: entry.templateId ?? 0,
+                  channelId: recipient.channel_id,
+                  language: entry.language ?? undefined
+                })
+                const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
+                for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
+                return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata })
+              })
+            } else {
+              sent = outbound.deliver({
+                thread: thread.value,
+                endpoint: "send",
+                companyId,
+                userId,
+                messageType: "text",
+                text,
+                attachments: [],
+                quotedMessageId: null,
+                quotedExternalMessageId: null,
+                metadata,
+                idempotency: null
+              })
+            }
+            return yield* sent.pipe(
+              Effect.map((message): Outcome =>
+                message.status === "failed"
+                  ? { id: recipient.id, status: "failed", error: "provider_error", message_id: message.id }
+                  : { id: recipient.id, status: "sent", error: null, message_id: message.id }
+              ),
+              Effect.catch((e): Effect.Effect<Outcome> => {
+                if (e._tag === "SendUnavailable") return Effect.succeed({ id: recipient.id, status: "pending", error: null, message_id: null })
+                if (e.reason === "contact_blocked") return Effect.succeed(skipped(recipient.id, "contact_blocked"))
+                return Effect.succeed(failed(recipient.id, e.reason ?? e.message))
+              })
+            )
+          })
+
+        const textFor = (recipient: Claimed, entry: ChannelContent) => {
+          const base = recipient.variant_key !== null
+            ? entry.variants?.find((v) => v.key === recipient.variant_key)?.text ?? entry.text ?? ""
+            : entry.text ?? ""
+          const rendered = withOptOut(render(base, recipient), settings)
+          return settings?.trackClicks === true ? trackLinks(rendered, config.appUrl) : { text: rendered, links: [] }
+        }
+
+        /**
+         * Sends one claimed batch of one channel; returns how many were claimed. With `slots` (a paced
+         * channel) the j-th send starts at the j-th slot, else up to `sendConcurrency` go at once.
+         */
+        const sendBatch = Effect.fnUntraced(function*(channelId: number, n: number, now: Date, slots: ReadonlyArray<number> | null) {
+          const claimed = yield* claim(channelId, n, now)
+          if (claimed.length === 0) return 0
+          const entry = contentFor(broadcast, channelId)
+          const outcomes: Array<Outcome> = []
+          const toSend: Array<{ recipient: Claimed; text: string | null }> = []
+          const links: Array<{ code: string; company_id: number; recipient_id: number; url: string }> = []
+          for (const recipient of claimed) {
+            if (recipient.opted_out) outcomes.push(skipped(recipient.id, "opted_out"))
+            else if (recipient.blocked) outcomes.push(skipped(recipient.id, "contact_blocked"))
+            else if (recipient.recent) outcomes.push(skipped(recipient.id, "recently_contacted"))
+            else if (entry === undefined) outcomes.push(failed(recipient.id, "no_content"))
+            else if (entry.type === "template") toSend.push({ recipient, text: null })
+            else {
+              const prepared = textFor(recipient, entry)
+              for (const l of prepared.links) links.push({ code: l.code, company_id: companyId, recipient_id: recipient.id, url: l.url })
+              toSend.push({ recipient, text: prepared.text })
+            }
+          }
+          if (links.length > 0) {
+            yield* sql`INSERT INTO broadcast_links (code, company_id, recipient_id, url)
+              SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
+                AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
+          }
+          const results = slots === null
+            ? yield* Effect.forEach(toSend, ({ recipient, text }) => sendOne(recipient, text, entry!), { concurrency: sendConcurrency })
+            : yield* Effect.forEach(toSend, ({ recipient, text }, j) =>
+              Effect.gen(function*() {
+                const wait = slots[j] - (yield* Clock.currentTimeMillis)
+                if (wait > 0) yield* Effect.sleep(wait)
+                // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
+                const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
+                  SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
+                    (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
+                if (fresh.run_status === "cancelled") return skipped(recipient.id, "cancelled")
+                if (fresh.run_status !== "processing") return { id: recipient.id, status: "pending", error: null, message_id: null } satisfies Outcome
+                if (fresh.opted_out) return skipped(recipient.id, "opted_out")
+                const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+                return { ...(yield* sendOne(recipient, text, entry!)), sent_at: at }
+              }), { concurrency: "unbounded" })
+          yield* writeOutcomes(companyId, [...outcomes, ...results])
+          return claimed.length
+        })
+
+        let lastProgress = 0
+        const progress = Effect.fnUntraced(function*(force: boolean) {
+          const now = yield* Clock.currentTimeMillis
+          if (!force && now - lastProgress < progressEveryMs) return
+          lastProgress = now
+          const counts = yield* countsOf(companyId, broadcastId, runId)
+          yield* events.emit(companyId, "broadcast.run.progress", { broadcast_id: broadcastId, run_id: runId, ...countsPayload(counts) })
+        })
+
+        while (true) {
+          const status = yield* sql<{ status: string }>`SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.orDie)
+          if (status[0]?.status !== "processing") return
+          const nowMs = yield* Clock.currentTimeMillis
+          const now = new Date(nowMs)
+          const open = yield* sql<{ channel_id: number }>`
+            SELECT DISTINCT channel_id FROM broadcast_recipients
+            WHERE run_id = ${runId} AND status IN ('pending', 'sending')`.pipe(Effect.orDie)
+          if (open.length === 0) {
+            yield* progress(true)
+            return yield* finish(companyId, broadcastId, runId)
+          }
+          let budget = Number.POSITIVE_INFINITY
+          let dailyWait = nowMs + maxIdleMs
+          if (dailyLimit !== null) {
+            const today = yield* sentToday(now)
+            budget = Math.max(0, dailyLimit - today.count)
+            dailyWait = Math.min(dailyWait, today.next_day.getTime())
+          }
+          let wakeAt = nowMs + maxIdleMs
+          const due: Array<{ channelId: number; n: number; slots: ReadonlyArray<number> | null }> = []
+          for (const row of open) {
+            const channelId = Number(row.channel_id)
+            const pacer = pacers.get(channelId) ?? newPacer([], nowMs)
+            pacers.set(channelId, pacer)
+            const slot = Math.max(nextSlot(pace, pacer, nowMs), idleUntil.get(channelId) ?? 0)
+            if (slot > nowMs) {
+              wakeAt = Math.min(wakeAt, slot)
+              continue
+            }
+            if (budget <= 0) {
+              wakeAt = Math.min(wakeAt, dailyWait)
+              continue
+            }
+            const max = Math.min(batchSize, budget)
+            const draws = pace.jitterMaxMs > 0 ? yield* Effect.replicateEffect(Random.next, max) : []
+            const slots = unpaced(pace) ? null : planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
+            const n = slots === null ? Math.min(batchSize, budget) : slots.length
+            budget -= n
+            due.push({ channelId, n, slots })
+          }
+          const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) =>
+            Effect.gen(function*() {
+              const count = yield* sendBatch(channelId, n, now, slots)
+              if (count === 0) idleUntil.set(channelId, nowMs + maxIdleMs)
+              else idleUntil.delete(channelId)
+              return count
+            }), { concurrency: "unbounded" })
+          yield* progress(false)
+          if (claimed.every((c) => c === 0)) {
+            const after = yield* Clock.currentTimeMillis
+            if (wakeAt > after) yield* Effect.sleep(Math.min(wakeAt - after, maxIdleMs))
+          }
+        }
+      })
+
+      return RunEngine.of({ start, drive })
+    })
+  )
+
+  static readonly layer = this.layerNoDeps.pipe(
+    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer]),
+    Layer.provide(Media.layer)
+  )
+}

@@ -1,0 +1,62 @@
+import { assert, describe, it } from "@effect/vitest"
+import { newPacer, nextSlot, paceOf, recordSend, windowMs } from "../../src/broadcasts/Pacing.ts"
+
+/** Runs a pacer over `durationMs` of simulated time with a random timer lag per wake-up; returns the send times. */
+const simulate = (perMinute: number, durationMs: number, maxLagMs: number, seed = 7) => {
+  let state = seed
+  const random = () => ((state = (state * 1103515245 + 12345) % 2147483648) / 2147483648)
+  const pace = paceOf({ enabled: true, messagesPerMinute: perMinute })
+  const pacer = newPacer([], 0)
+  const sends: Array<number> = []
+  let now = 0
+  while (now < durationMs) {
+    const slot = nextSlot(pace, pacer, now)
+    if (slot > now) {
+      now = slot + Math.floor(random() * maxLagMs)
+      continue
+    }
+    sends.push(now)
+    recordSend(pace, pacer, now, random())
+  }
+  return sends
+}
+
+const busiestWindow = (sends: ReadonlyArray<number>) => {
+  let best = 0
+  let from = 0
+  for (let to = 0; to < sends.length; to++) {
+    while (sends[to] - sends[from] >= windowMs) from++
+    best = Math.max(best, to - from + 1)
+  }
+  return best
+}
+
+describe("Pacing", () => {
+  it("never puts more than messagesPerMinute into any 60 s window, and uses at least 98% of it, despite timer lag", () => {
+    for (const [rate, lag] of [[600, 0], [600, 40], [80, 900], [60, 1500]]) {
+      const sends = simulate(rate, 180_000, lag)
+      assert.isAtMost(busiestWindow(sends), rate, `rate ${rate}, lag ${lag}`)
+      const allowance = rate * 3
+      assert.isAtLeast(sends.length / allowance, 0.98, `rate ${rate}, lag ${lag}: ${sends.length} of ${allowance}`)
+    }
+  })
+
+  it("keeps the limit across a restart: the log of the last minute is reloaded", () => {
+    const pace = paceOf({ enabled: true, messagesPerMinute: 10 })
+    const before = Array.from({ length: 10 }, (_, i) => 50_000 + i * 1000)
+    const pacer = newPacer(before, 60_000)
+    assert.strictEqual(nextSlot(pace, pacer, 60_000), 110_000)
+  })
+
+  it("adds a uniform jitter between sends within its bounds", () => {
+    const pace = paceOf({ enabled: true, jitterMinSeconds: 2, jitterMaxSeconds: 5 })
+    const pacer = newPacer([], 0)
+    let now = 0
+    for (const r of [0, 0.5, 0.999]) {
+      recordSend(pace, pacer, now, r)
+      const next = nextSlot(pace, pacer, now)
+      assert.strictEqual(next - now, 2000 + r * 3000)
+      now = next
+    }
+  })
+})
