@@ -1,6 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Effect, Layer } from "effect"
-import { HttpIncomingMessage, HttpRouter } from "effect/http"
+import { ByteSize, Context, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServer } from "effect/http"
 import { CompanyEntities } from "../cluster/CompanyHandlers.ts"
 import { RateLimiterLayer } from "../cluster/RateLimiterLayer.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
@@ -40,9 +40,20 @@ const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer,
 
 const Server = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
+  // The routes are built before the port opens (HttpRouter.serve opens it first and builds them
+  // while accepted connections wait), so a connection is refused until the app can answer it.
+  const built = Layer.build(Layer.provideMerge(Routes, Layer.merge(HttpRouter.layer, NodeHttpServer.layerHttpServices)))
+  // Request-level requirements are met by the server's context when a request runs, as in HttpRouter.serve.
+  const routes = yield* (built as Effect.Effect<
+    Effect.Success<typeof built>,
+    Effect.Error<typeof built>,
+    HttpRouter.Request.Without<Effect.Services<typeof built>>
+  >)
+  const handler = Context.get(routes, HttpRouter.HttpRouter).asHttpEffect()
+  return HttpServer.serve(handler).pipe(
     // Drains in-flight requests for up to 8 s on shutdown, inside main.ts's 10 s limit.
     Layer.provideMerge(NodeHttpServer.layer(gatedServer, { port: config.port, host: config.host, gracefulShutdownTimeout: "8 seconds" })),
+    Layer.merge(Layer.succeedContext(routes)),
     Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes)))
   )
 }))
