@@ -40,9 +40,12 @@ const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer,
 
 const Server = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
+  const maxBodySize = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
   // The routes are built before the port opens (HttpRouter.serve opens it first and builds them
   // while accepted connections wait), so a connection is refused until the app can answer it.
-  const built = Layer.build(Layer.provideMerge(Routes, Layer.merge(HttpRouter.layer, NodeHttpServer.layerHttpServices)))
+  const built = Layer.build(
+    Layer.provideMerge(Routes, Layer.mergeAll(HttpRouter.layer, NodeHttpServer.layerHttpServices, maxBodySize))
+  )
   // Request-level requirements are met by the server's context when a request runs, as in HttpRouter.serve.
   const routes = yield* (built as Effect.Effect<
     Effect.Success<typeof built>,
@@ -54,7 +57,7 @@ const Server = Layer.unwrap(Effect.gen(function*() {
     // Drains in-flight requests for up to 8 s on shutdown, inside main.ts's 10 s limit.
     Layer.provideMerge(NodeHttpServer.layer(gatedServer, { port: config.port, host: config.host, gracefulShutdownTimeout: "8 seconds" })),
     Layer.merge(Layer.succeedContext(routes)),
-    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes)))
+    Layer.provide(maxBodySize)
   )
 }))
 

@@ -209,7 +209,7 @@ const render = (cause: Cause.Cause<unknown>, requestId: string) =>
 
 // The API builder answers a body of a content type no endpoint declares with plain text.
 const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
-  response.status === 415 && !(response.headers["content-type"] ?? "").startsWith("application/json")
+  response.status === 415 && response.body._tag === "Uint8Array" && (response.body.contentType ?? "").startsWith("text/plain")
     ? json(415, { message: "The request body must be JSON (Content-Type: application/json)." })
     : response
 
