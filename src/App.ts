@@ -1,7 +1,6 @@
 import { NodeHttpServer } from "@effect/platform-node"
-import { ByteSize, Duration, Effect, Layer } from "effect"
-import { HttpIncomingMessage, HttpRouter } from "effect/http"
-import { createServer } from "node:http"
+import { ByteSize, Context, Duration, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServer } from "effect/http"
 import { CompanyEntities } from "../cluster/CompanyHandlers.ts"
 import { RateLimiterLayer } from "../cluster/RateLimiterLayer.ts"
 import { ClusterLayer } from "../cluster/Runner.ts"
@@ -27,6 +26,7 @@ import { Sms } from "./platform/Sms.ts"
 import { Jobs } from "./platform/Jobs.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
 import { SqlLayer } from "./platform/Sql.ts"
+import { gatedServer } from "./platform/StartupGate.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
 import { Pbx } from "./telephony/Pbx.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
@@ -50,9 +50,24 @@ const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer,
 
 const Server = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  return HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host })),
-    Layer.provide(Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))),
+  const maxBodySize = Layer.succeed(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(config.maxBodyBytes))
+  // The routes are built before the port opens (HttpRouter.serve opens it first and builds them
+  // while accepted connections wait), so a connection is refused until the app can answer it.
+  const built = Layer.build(
+    Layer.provideMerge(Routes, Layer.mergeAll(HttpRouter.layer, NodeHttpServer.layerHttpServices, maxBodySize))
+  )
+  // Request-level requirements are met by the server's context when a request runs, as in HttpRouter.serve.
+  const routes = yield* (built as Effect.Effect<
+    Effect.Success<typeof built>,
+    Effect.Error<typeof built>,
+    HttpRouter.Request.Without<Effect.Services<typeof built>>
+  >)
+  const handler = Context.get(routes, HttpRouter.HttpRouter).asHttpEffect()
+  return HttpServer.serve(handler).pipe(
+    // Drains in-flight requests for up to 8 s on shutdown, inside main.ts's 10 s limit.
+    Layer.provideMerge(NodeHttpServer.layer(gatedServer, { port: config.port, host: config.host, gracefulShutdownTimeout: "8 seconds" })),
+    Layer.merge(Layer.succeedContext(routes)),
+    Layer.provide(maxBodySize),
     Layer.provide(Layer.succeed(RequestDeadline, Duration.millis(config.requestDeadlineMs)))
   )
 }))

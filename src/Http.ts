@@ -1,6 +1,6 @@
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpMethod, HttpRouter, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar, OpenApi } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { Api } from "./Api.ts"
 import { ApiTokensHttp } from "./api-tokens/Http.ts"
@@ -26,7 +26,8 @@ import { NotificationsHttp } from "./notifications/Http.ts"
 import { MembersHttp } from "./members/Http.ts"
 import { PlatformHttp } from "./platform-admin/Http.ts"
 import { PlatformKey } from "./platform-admin/PlatformKey.ts"
-import { KernelMiddleware } from "./platform/HttpKernel.ts"
+import { KernelMiddleware, registerKnownRoutes } from "./platform/HttpKernel.ts"
+import { RealtimeGateway } from "./realtime/Gateway.ts"
 import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
 import { TeamsHttp } from "./teams/Http.ts"
@@ -42,11 +43,12 @@ const HealthRoutes = Layer.mergeAll(
     "/ready",
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const { engine } = yield* RealtimeGateway
       // Migrations run before the server listens, so a reachable database means ready.
       return yield* sql`SELECT 1`.pipe(
         Effect.timeout("2 seconds"),
-        Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready" })),
-        Effect.catchCause(() => Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "unavailable" }, { status: 503 })))
+        Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", realtime: { engine } })),
+        Effect.catchCause(() => Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "unavailable", realtime: { engine } }, { status: 503 })))
       )
     })
   )
@@ -90,6 +92,16 @@ const Handlers = Layer.mergeAll(
 ).pipe(
   Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )
+
+registerKnownRoutes([
+  ...Object.entries(OpenApi.fromApi(Api).paths).flatMap(([path, item]) =>
+    Object.keys(item).filter((key) => HttpMethod.isHttpMethod(key.toUpperCase())).map((method) => [method, path] as const)
+  ),
+  ["GET", "/health"],
+  ["GET", "/ready"],
+  ["GET", "/openapi.json"],
+  ["GET", "/docs"]
+])
 
 export const Routes = Layer.mergeAll(
   HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(Layer.provide(Handlers)),

@@ -40,6 +40,39 @@ export const addResponseHeaders = (headers: Record<string, string>) =>
 
 const validRequestId = /^[A-Za-z0-9._:-]{1,128}$/
 
+const knownRoutes: Array<{ readonly pattern: RegExp; readonly methods: Set<string> }> = []
+
+/**
+ * The paths the app serves and their methods (the OpenAPI document plus the plain routes), so a
+ * known path asked with another method is 405 with `Allow` rather than 404. Set by `src/Http.ts`.
+ */
+export const registerKnownRoutes = (routes: Iterable<readonly [method: string, path: string]>) => {
+  const byPath = new Map<string, Set<string>>()
+  for (const [method, path] of routes) {
+    const methods = byPath.get(path) ?? new Set()
+    methods.add(method.toUpperCase())
+    if (method.toUpperCase() === "GET") methods.add("HEAD")
+    byPath.set(path, methods)
+  }
+  knownRoutes.length = 0
+  for (const [path, methods] of byPath) {
+    const source = path.split(/\{[^}]+\}|:[A-Za-z_]+/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/]+")
+    knownRoutes.push({ pattern: new RegExp(`^${source}/?$`), methods })
+  }
+}
+
+const methodOrder = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+
+const allowedMethods = (path: string) => {
+  const methods = new Set<string>()
+  for (const route of knownRoutes) if (route.pattern.test(path)) for (const m of route.methods) methods.add(m)
+  return methodOrder.filter((m) => methods.has(m))
+}
+
+const malformedJson = (error: HttpApiError.HttpApiSchemaError) =>
+  error.kind === "Payload" &&
+  formatIssues(error.cause.issue).issues.some((issue) => (issue.path ?? []).length === 0 && issue.message.includes("JSON"))
+
 const wireClasses = [
   Errors.Unauthenticated,
   Errors.Forbidden,
@@ -59,10 +92,46 @@ const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
 const fieldLabel = (field: string) => field.replace(/_/g, " ")
 
+const typeWords: Record<string, string> = {
+  string: "text",
+  number: "a number",
+  int: "a whole number",
+  integer: "a whole number",
+  bigint: "a whole number",
+  boolean: "true or false",
+  null: "null",
+  array: "a list",
+  ReadonlyArray: "a list",
+  object: "an object",
+  Record: "an object"
+}
+
+/** `Expected string | null | null` → `text or null`; undefined when the schema text names something else. */
+const expectedInWords = (expected: string): string | undefined => {
+  const alternatives = [...new Set(expected.split("|").map((part) => part.trim()).filter((part) => part !== "undefined"))]
+  const literals = alternatives.map((part) => /^"(.*)"$/.exec(part)?.[1] ?? (/^-?\d+(\.\d+)?$/.test(part) ? part : undefined))
+  if (literals.every((literal) => literal !== undefined)) {
+    return literals.length === 1 ? `"${literals[0]}"` : `one of: ${literals.join(", ")}`
+  }
+  const words: Array<string> = []
+  for (const part of alternatives) {
+    const word = typeWords[part.replace(/<.*$/, "")] ?? (part.startsWith("{") ? typeWords.object : part.endsWith("[]") ? typeWords.array : undefined)
+    if (word === undefined) return undefined
+    if (!words.includes(word)) words.push(word)
+  }
+  return words.join(" or ")
+}
+
 const fieldMessage = (field: string, message: string) => {
-  if (message === "Missing key") return `The ${fieldLabel(field)} field is required.`
-  if (message.startsWith("Expected ")) return `The ${fieldLabel(field)} field is invalid: ${message.slice(0, 1).toLowerCase()}${message.slice(1)}.`
-  return message.startsWith("The ") ? message : `The ${fieldLabel(field)} field is invalid: ${message}`
+  const label = fieldLabel(field)
+  if (message === "Missing key") return `The ${label} field is required.`
+  if (message === "Unexpected key") return `The ${label} field is not allowed here.`
+  if (message.startsWith("Expected ")) {
+    const words = expectedInWords(message.slice("Expected ".length).replace(/, got .*$/, "").replace(/\.$/, ""))
+    return words === undefined ? `The ${label} field has an invalid value.` : `The ${label} field must be ${words}.`
+  }
+  if (message.startsWith("The ")) return message
+  return `The ${label} field is invalid: ${message.slice(0, 1).toLowerCase()}${message.slice(1).replace(/\.?$/, ".")}`
 }
 
 /** Schema decode failures become the spec's 422 `{message, errors:{field:[…]}}`, keyed by field path. */
@@ -117,13 +186,21 @@ const render = (cause: Cause.Cause<unknown>, requestId: string) =>
     if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
     const error = Cause.squash(cause)
     if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
+      if (malformedJson(error)) return json(400, { message: "The request body must be valid JSON." })
       return validationResponse(error)
     }
     if (HttpApiError.HttpApiPayloadTooLarge.is(error)) return json(413, { message: "Payload too large." })
     if (HttpServerError.isHttpServerError(error)) {
       const reason = error.reason
       if (reason._tag === "RouteNotFound") {
-        const path = reason.request.url.split("?")[0].replace(/^\//, "")
+        const pathname = reason.request.url.split("?")[0]
+        const path = pathname.replace(/^\//, "")
+        const allow = allowedMethods(pathname)
+        if (allow.length > 0) {
+          return HttpServerResponse.jsonUnsafe({
+            message: `The ${reason.request.method} method is not supported for route ${path}. Supported methods: ${allow.join(", ")}.`
+          }, { status: 405, headers: { allow: allow.join(", ") } })
+        }
         return json(404, { message: `The route ${path} could not be found.` })
       }
       if (reason._tag === "RequestParseError") {
@@ -140,6 +217,12 @@ const render = (cause: Cause.Cause<unknown>, requestId: string) =>
     yield* Effect.logError("unhandled failure", { request_id: requestId }).pipe(Effect.annotateLogs({ request_id: requestId }), Effect.andThen(Effect.logError(cause)))
     return json(500, { message: "Server Error" })
   })
+
+// The API builder answers a body of a content type no endpoint declares with plain text.
+const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
+  response.status === 415 && response.body._tag === "Uint8Array" && (response.body.contentType ?? "").startsWith("text/plain")
+    ? json(415, { message: "The request body must be JSON (Content-Type: application/json)." })
+    : response
 
 // The router's typing wants middleware to leave errors it was not told about;
 // this one renders every failure itself, so its own error channel is empty.
@@ -176,7 +259,7 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
       Effect.catchCause((cause) => render(cause, requestId))
     )
     state.headers["x-request-id"] = requestId
-    const final = HttpServerResponse.setHeaders(response, state.headers)
+    const final = HttpServerResponse.setHeaders(unsupportedMediaType(response), state.headers)
     if (log.isLevelEnabled("info")) {
       log.info({
         request_id: requestId,

@@ -48,4 +48,10 @@ export const migrate = (
 
 export const runMigrations = migrate(migrations).pipe(Effect.orDie)
 
-export const MigrationsLayer = Layer.effectDiscard(runMigrations)
+export const MigrationsLayer = Layer.effectDiscard(runMigrations.pipe(
+  Effect.tap((applied) =>
+    Effect.logInfo(applied.length === 0 ? "migrations: database up to date" : "migrations applied").pipe(
+      Effect.annotateLogs({ applied, known: Object.keys(migrations).length })
+    )
+  )
+))

@@ -78,10 +78,10 @@ describe("kernel", () => {
     assert.strictEqual(foreign.status, 401)
   })
 
-  it("turns malformed and mistyped bodies into 422 with field paths", async () => {
+  it("turns malformed bodies into 400 and mistyped ones into 422 with field paths", async () => {
     const garbage = await request(server, "POST", "/platform/v1/companies", { token: server.platformKey, raw: "{not json" })
-    assert.strictEqual(garbage.status, 422)
-    assert.ok(garbage.body.errors.body)
+    assert.strictEqual(garbage.status, 400)
+    assert.deepStrictEqual(garbage.body, { message: "The request body must be valid JSON." })
     const typed = await request(server, "POST", "/platform/v1/companies", {
       token: server.platformKey,
       body: { name: 5, admin: { email: "nope", password: "x" } }

@@ -1,10 +1,12 @@
 // Deno smoke: the server from src/main.ts under Deno 2 (the `deno` npm package), embedded mode
-// (PGlite in a temp DATA_DIR), then one company through the platform API and GET /v1/me with its token.
+// (PGlite in a temp DATA_DIR), then one company through the platform API, GET /v1/me with its token,
+// and a pusher-js subscription to the company channel that receives the event of a created team.
 //
 //   node test/smoke/deno-smoke.mjs        (npm run smoke:deno)
 //
-// uWebSockets.js is a V8 addon, not Node-API, so it cannot load under Deno; the realtime gateway
-// is switched off with REALTIME_DISABLED=1 for this run.
+// uWebSockets.js is a V8 addon, not Node-API, so it cannot load under Deno: the realtime gateway
+// runs on its `ws` transport there, and /ready must say so.
+import PusherModule from "pusher-js"
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
@@ -64,12 +66,12 @@ const main = async () => {
   const port = await freePort()
   const realtimePort = await freePort()
   const base = `http://127.0.0.1:${port}`
+  const realtimeKey = process.env.PUSHER_APP_KEY ?? "crm"
   const env = {
     ...process.env,
     HOST: "127.0.0.1",
     PORT: String(port),
     REALTIME_PORT: String(realtimePort),
-    REALTIME_DISABLED: "1",
     DATA_DIR: dataDir,
     PLATFORM_API_KEY: platformKey,
     LOG_LEVEL: "warn",
@@ -125,6 +127,49 @@ const main = async () => {
   check("GET /v1/me without a token answers 401",
     anonymous.status === 401 && anonymous.body?.message === "Unauthenticated.",
     `${anonymous.status} ${JSON.stringify(anonymous.body)}`)
+
+  const ready = await json(`${base}/ready`)
+  check("GET /ready names the ws realtime engine under Deno", ready.status === 200 && ready.body?.realtime?.engine === "ws",
+    `${ready.status} ${JSON.stringify(ready.body)}`)
+
+  const pusher = new PusherModule(realtimeKey, {
+    cluster: "local",
+    wsHost: "127.0.0.1",
+    wsPort: realtimePort,
+    forceTLS: false,
+    enabledTransports: ["ws"],
+    disableStats: true,
+    channelAuthorization: {
+      transport: "ajax",
+      endpoint: `${base}/v1/broadcasting/auth`,
+      headers: { authorization: `Bearer ${token}`, accept: "application/json" }
+    }
+  })
+  try {
+    const channelName = `private-company.${companyId}`
+    const channel = pusher.subscribe(channelName)
+    const subscribed = await new Promise((resolve) => {
+      const timer = setTimeout(() => resolve("no pusher:subscription_succeeded within 15 s"), 15_000)
+      channel.bind("pusher:subscription_succeeded", () => (clearTimeout(timer), resolve(true)))
+      channel.bind("pusher:subscription_error", (error) => (clearTimeout(timer), resolve(JSON.stringify(error))))
+    })
+    if (!check(`pusher-js subscribes to ${channelName}`, subscribed === true, subscribed)) return
+    const received = new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), 15_000)
+      channel.bind("team.created", (data) => (clearTimeout(timer), resolve(data)))
+    })
+    const team = await json(`${base}/v1/teams`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", accept: "application/json" },
+      body: JSON.stringify({ name: `Smoke team ${unique}` })
+    })
+    const event = await received
+    check("a created team reaches the pusher-js subscriber as team.created",
+      team.status === 201 && event?.data?.id === team.body?.data?.team?.id,
+      `${team.status} ${JSON.stringify(team.body)}; event ${JSON.stringify(event)}`)
+  } finally {
+    pusher.disconnect()
+  }
 }
 
 const timer = setTimeout(() => {

@@ -1,0 +1,125 @@
+import { assert, describe, it } from "@effect/vitest"
+import { spawn } from "node:child_process"
+import { unique } from "../support/Ids.ts"
+import { answers, freePort, root, sleep } from "../support/Processes.ts"
+
+// Real server processes (src/main.ts under the Node running the tests), on DATABASE_URL when set.
+
+const launch = async () => {
+  const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
+  const platformKey = `lifecycle-${unique()}`
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: root,
+    env: {
+      ...process.env,
+      HOST: "127.0.0.1",
+      RUNNER_HOST: "127.0.0.1",
+      PORT: String(port),
+      REALTIME_PORT: String(realtimePort),
+      RUNNER_PORT: String(runnerPort),
+      PLATFORM_API_KEY: platformKey,
+      LOG_LEVEL: "info"
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout.on("data", (d) => (output += d))
+  child.stderr.on("data", (d) => (output += d))
+  const exited = new Promise<{ readonly code: number | null; readonly at: number }>((resolve) =>
+    child.once("exit", (code) => resolve({ code, at: Date.now() }))
+  )
+  return { child, url: `http://127.0.0.1:${port}`, platformKey, output: () => output.slice(-4000), exited }
+}
+
+describe("server process lifecycle", () => {
+  it("answers every request of a client polling a starting server every 5 ms: refused or answered, never silent", async () => {
+    const server = await launch()
+    try {
+      const outcomes = { refused: 0, timedOut: 0, statuses: {} as Record<number, number> }
+      const inFlight = new Set<Promise<void>>()
+      let ready = false
+      const deadline = Date.now() + 90_000
+      while (!ready && Date.now() < deadline && server.child.exitCode === null) {
+        const attempt: Promise<void> = fetch(`${server.url}/ready`, { signal: AbortSignal.timeout(2_000) }).then(
+          async (response) => {
+            await response.arrayBuffer()
+            outcomes.statuses[response.status] = (outcomes.statuses[response.status] ?? 0) + 1
+            if (response.status === 200) ready = true
+          },
+          (error: unknown) => {
+            const name = error instanceof Error ? error.name : ""
+            if (name === "TimeoutError" || name === "AbortError") outcomes.timedOut++
+            else outcomes.refused++
+          }
+        ).finally(() => inFlight.delete(attempt))
+        inFlight.add(attempt)
+        await sleep(5)
+      }
+      await Promise.all(inFlight)
+      const summary = `${JSON.stringify(outcomes)}\n${server.output()}`
+      assert.isTrue(ready, `never ready: ${summary}`)
+      assert.strictEqual(outcomes.timedOut, 0, summary)
+      for (const status of Object.keys(outcomes.statuses)) assert.include(["200", "503"], status, summary)
+    } finally {
+      server.child.kill("SIGTERM")
+      await server.exited
+    }
+  }, 120_000)
+
+  it("on SIGTERM stops accepting, lets in-flight requests finish and exits 0 within 10 s", async () => {
+    const server = await launch()
+    try {
+      const deadline = Date.now() + 90_000
+      while (!(await answers(`${server.url}/ready`, 2_000))) {
+        assert.isBelow(Date.now(), deadline, `not ready:\n${server.output()}`)
+        assert.isNull(server.child.exitCode, server.output())
+        await sleep(100)
+      }
+      // Requests whose bodies are still arriving when the signal lands: in flight for about a second.
+      const slowCreate = (n: number) => {
+        const body = JSON.stringify({
+          name: `Drain ${n} ${unique()}`,
+          plan: "business",
+          admin: { email: `drain-${n}-${unique()}@example.test`, password: "password-123", name: "Drain" }
+        })
+        const half = body.length >> 1
+        const stream = new ReadableStream<Uint8Array>({
+          async start(controller) {
+            controller.enqueue(new TextEncoder().encode(body.slice(0, half)))
+            await sleep(1_000)
+            controller.enqueue(new TextEncoder().encode(body.slice(half)))
+            controller.close()
+          }
+        })
+        return fetch(`${server.url}/platform/v1/companies`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${server.platformKey}`, "content-type": "application/json", accept: "application/json" },
+          body: stream,
+          duplex: "half",
+          signal: AbortSignal.timeout(15_000)
+        } as RequestInit).then(async (response) => ({ status: response.status, body: await response.text() }))
+      }
+      const inFlight = [1, 2, 3, 4, 5].map(slowCreate)
+      await sleep(300)
+      const signalled = Date.now()
+      server.child.kill("SIGTERM")
+      await sleep(100)
+      const late = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2_000) }).then(
+        (response) => `answered ${response.status}`,
+        (error: unknown) => (error instanceof Error && error.name === "TimeoutError" ? "timed out" : "refused")
+      )
+      const results = await Promise.all(inFlight)
+      for (const result of results) assert.strictEqual(result.status, 201, `${result.body}\n${server.output()}`)
+      assert.strictEqual(late, "refused", "a new connection after SIGTERM is refused")
+      const exit = await Promise.race([server.exited, sleep(12_000).then(() => undefined)])
+      assert.isDefined(exit, `still running 12 s after SIGTERM:\n${server.output()}`)
+      assert.strictEqual(exit!.code, 0, server.output())
+      assert.isBelow(exit!.at - signalled, 10_000, server.output())
+      // Nothing buffered is lost: the last lines written before exit are there.
+      assert.include(server.output(), "\"msg\":\"shut down\"", server.output())
+    } finally {
+      if (server.child.exitCode === null) server.child.kill("SIGKILL")
+      await server.exited
+    }
+  }, 150_000)
+})
