@@ -2,7 +2,6 @@ import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
 import { Broadcasts } from "./broadcasts/Broadcasts.ts"
 import { RunJobHandler, StartJobHandler } from "./broadcasts/Job.ts"
-import { StopWordsLayer } from "./broadcasts/StopWords.ts"
 import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./exports/Job.ts"
 import { ExportsRepo } from "./exports/Repo.ts"
 import { WebhookDeliveryLayer } from "./integrations/Delivery.ts"
@@ -47,6 +46,5 @@ export const BackgroundLayer = Layer.mergeAll(
   WebhookDeliveryLayer,
   RemindersLayer,
   MailDrainLayer,
-  AutomationTriggers,
-  StopWordsLayer
+  AutomationTriggers
 )

@@ -160,7 +160,7 @@ describe("the run engine", () => {
     // The recipient claimed last (claims go in recipient id order).
     const [{ contact_id: stopper }] = await db()("SELECT contact_id FROM broadcast_recipients WHERE broadcast_id = $1 ORDER BY id DESC LIMIT 1", [b.id])
     assert.include(contactIds, stopper)
-    const stop = await post(company.token, `/v1/channels/${a}/sandbox/inbound`, { from: { external_id: `msgr_b-${stopper}` }, text: "Stop." })
+    const stop = await post(company.token, `/v1/channels/${a}/sandbox/inbound`, { from: { external_id: `msgr_b-${stopper}` }, text: "STOP" })
     assert.strictEqual(stop.status, 201, JSON.stringify(stop.body))
     await waitFor(server, company.token, b.id, (x) => x.status === "completed")
     const last = (await recipientsOf(db(), b.id)).find((r) => r.contact_id === stopper)!
