@@ -29,8 +29,12 @@ const signFor = (pathname: string, params: Record<string, string>) =>
 
 const json = (bytes: Uint8Array) => JSON.parse(Buffer.from(bytes).toString("utf8"))
 
-/** 300 KB of random bytes: several read-stream chunks, so ranges cross chunk edges. */
+/**
+ * 300 KB: an MP4 ftyp box (uploads are typed by their bytes) then random bytes, several read-stream
+ * chunks, so ranges cross chunk edges.
+ */
 const blob = new Uint8Array(randomBytes(300 * 1024))
+blob.set([0, 0, 0, 24, ...new TextEncoder().encode("ftypisom"), 0, 0, 2, 0, ...new TextEncoder().encode("isomiso2")])
 
 describe("byte ranges on the media route", () => {
   it("answers one range with 206, Content-Range and exactly those bytes; no Range gives 200 with Accept-Ranges", async () => {

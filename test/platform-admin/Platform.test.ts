@@ -223,6 +223,11 @@ describe("platform API", () => {
     ]
     for (const [method, path, options, fields] of cases) {
       const res = await request(server, method, `/platform/v1${path}`, { token: server.platformKey, ...options })
+      if (options.raw !== undefined) {
+        // Malformed JSON is 400 {message}, not a field error.
+        assert.deepStrictEqual([res.status, res.body], [400, { message: "The request body must be valid JSON." }])
+        continue
+      }
       assert.strictEqual(res.status, 422, `${method} ${path} ${JSON.stringify(options)} -> ${res.status} ${JSON.stringify(res.body)}`)
       assert.strictEqual(typeof res.body.message, "string")
       for (const field of fields) {
