@@ -88,7 +88,7 @@ describe("mobile login", () => {
     assert.strictEqual(empty.status, 422)
     assert.ok(empty.body.errors.email && empty.body.errors.password && empty.body.errors.device_name, JSON.stringify(empty.body))
     const garbage = await request(server, "POST", "/v1/auth/mobile/login", { raw: "{nope" })
-    assert.strictEqual(garbage.status, 422)
+    assert.strictEqual(garbage.status, 400)
   })
 
   it("revokes the earlier token of the same device at once, and keeps other devices", async () => {

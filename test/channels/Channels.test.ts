@@ -169,7 +169,7 @@ describe("channels", () => {
       assert.strictEqual(typeof res.body.message, "string")
     }
     const garbage = await request(server, "POST", "/v1/channels", { token: company.token, raw: "{nope" })
-    assert.strictEqual(garbage.status, 422)
+    assert.strictEqual(garbage.status, 400)
     assert.deepStrictEqual((await request(server, "GET", "/v1/channels", { token: company.token })).body.data, [])
     const badId = await request(server, "GET", "/v1/channels/abc", { token: company.token })
     assert.strictEqual(badId.status, 422)
