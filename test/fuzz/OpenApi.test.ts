@@ -57,6 +57,9 @@ const operationsOf = (spec: any): Array<Operation> => {
 
 const statusTally: Record<string, number> = {}
 const problems: Array<string> = []
+/** 503s the spec documents for a feature the test server leaves unconfigured, by path. */
+const documentedUnavailable = new Map([["/v1/broadcasts/assist", JSON.stringify({ message: "Text assist is not configured." })]])
+
 let requests = 0
 let hangs = 0
 
@@ -79,7 +82,7 @@ const judge = async (c: Case) => {
   }
   const text = await response.text()
   statusTally[response.status] = (statusTally[response.status] ?? 0) + 1
-  if (response.status >= 500) {
+  if (response.status >= 500 && !(response.status === 503 && documentedUnavailable.get(c.path) === text)) {
     problems.push(`${response.status} ${text.slice(0, 200)} — ${describeCase(c)}`)
     return response.status
   }
@@ -187,7 +190,9 @@ describe("fuzzing every operation of /openapi.json", () => {
   it("answers every generated request in time, never 5xx, every 4xx in the documented shape", async () => {
     const spec: any = await (await fetch(`${server.url}/openapi.json`)).json()
     const resolve = resolver(spec.components?.schemas ?? {})
-    const operations = operationsOf(spec)
+    // The key rotation replaces the platform key every other case authenticates with: it goes last.
+    const rotatesKey = (op: Operation) => op.path.endsWith("/key/rotate")
+    const operations = [...operationsOf(spec).filter((op) => !rotatesKey(op)), ...operationsOf(spec).filter(rotatesKey)]
     assert.isAbove(operations.length, 50)
     const started = Date.now()
     let credentials = await createCompany(server)
