@@ -299,7 +299,7 @@ describe.runIf(existsSync(join(bin, "pg_ctl")))("a PostgreSQL restart under two 
       // Idle after the recovery: no busy loop, no flood of log lines. The first seconds after the load
       // still cost 5-8% (measured: back to the 1-1.5% of before the restart 5 s later), so it waits them out.
       await sleep(7_000)
-      const idle = await idleCpu(5_000)
+      const idle = await idleCpu(10_000)
       figures.idle = idle
       figures.idle_before = idleBefore
       console.log("outage figures", JSON.stringify(figures))

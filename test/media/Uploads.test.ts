@@ -90,9 +90,17 @@ describe("POST /v1/uploads", () => {
     const before = companyFiles(company.id)
     assert.strictEqual(before.length, 1)
 
+    // The server answers as soon as the limit is passed and closes the connection: a client still
+    // writing may see the reset before it reads the answer. Either way nothing may be stored.
     const over = await upload(server, company.token, "/v1/uploads", { bytes: new Uint8Array(limit + 1), name: "big.bin", type: "application/octet-stream" })
-    assert.ok(over.status === 413 || over.status === 422, `status ${over.status}`)
-    assert.match(over.body.message, /65536 kilobytes/)
+      .catch((error: unknown) => {
+        assert.match(String((error as { cause?: unknown }).cause ?? error), /ECONNRESET|EPIPE|socket/)
+        return undefined
+      })
+    if (over !== undefined) {
+      assert.ok(over.status === 413 || over.status === 422, `status ${over.status}`)
+      assert.match(over.body.message, /65536 kilobytes/)
+    }
     assert.deepStrictEqual(companyFiles(company.id), before, "no partial file is left behind")
     assert.strictEqual((await mediaRows(company.id)).length, 1)
   })

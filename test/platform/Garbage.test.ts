@@ -36,7 +36,8 @@ describe("every endpoint answers garbage with a 4xx JSON body, never a 500", () 
     )
     assert.ok(operations.length >= 5, `operations in the document: ${operations.length}`)
     const failures: Array<string> = []
-    for (const op of operations) {
+    // The key rotation would replace the platform key the other tests use (test/platform-admin/Cli.test.ts covers it).
+    for (const op of operations.filter((o) => !o.path.endsWith("/key/rotate"))) {
       const token = op.path.startsWith("/platform/") ? server.platformKey : company.token
       for (const id of ["999999999", "abc", "-1", "1.5", "%27%22"]) {
         const path = fill(op.path, id)
