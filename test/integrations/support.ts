@@ -1,8 +1,6 @@
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
+import { freshDatabase as ownDatabase } from "../support/Databases.ts"
 import { request, type TestServer } from "../support/TestServer.ts"
 
 export interface Received {
@@ -98,19 +96,9 @@ export const createWebhook = async (server: TestServer, token: string, body: unk
 /**
  * A database of its own for a server whose delivery worker must be the only one: every app on a
  * database delivers for all of its integrations, and test files run in parallel against the shared one.
+ * Null without DATABASE_URL (embedded PGlite is private to its server anyway).
  */
-export const freshDatabase = async (): Promise<{ readonly url: string; readonly drop: () => Promise<void> } | null> => {
+export const freshDatabase = async () => {
   const base = process.env.DATABASE_URL
-  if (base === undefined) return null
-  const name = `crm_webhooks_${Date.now().toString(36)}_${Math.random().toString(36).slice(2, 8)}`
-  const admin = PgClient.layer({ url: Redacted.make(base), maxConnections: 1 })
-  const run = (statement: string) =>
-    Effect.runPromise(Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql.unsafe(statement)
-    }).pipe(Effect.provide(admin), Effect.orDie))
-  await run(`CREATE DATABASE ${name}`)
-  const own = new URL(base)
-  own.pathname = `/${name}`
-  return { url: own.toString(), drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {}) }
+  return base === undefined ? null : ownDatabase(base)
 }
