@@ -171,6 +171,19 @@ describe("the run engine", () => {
     assert.deepStrictEqual(optedOut.map((p) => p.contact_id), [stopper])
   })
 
+  it("keeps a run to its company: another company gets 404 on its run and its controls, and the run goes on", async () => {
+    const { company, channels: [a], segmentId } = await setup(4)
+    const other = await createCompany(server)
+    const b = await start(company.token, broadcastBody(segmentId, [a], { schedule: { mode: "now", rateControl: { enabled: true, messagesPerMinute: 240 } } }))
+    const run = b.runs[0].id
+    assert.strictEqual((await request(server, "GET", `/v1/broadcasts/${b.id}/runs/${run}`, { token: other.token })).status, 404)
+    for (const action of ["pause", "cancel", "retry-failed"]) {
+      assert.strictEqual((await post(other.token, `/v1/broadcasts/${b.id}/runs/${run}/${action}`)).status, 404, action)
+    }
+    const done = await waitFor(server, company.token, b.id, (x) => x.status === "completed", 20_000)
+    assert.strictEqual(done.stats.sent, 4)
+  })
+
   it("pauses and resumes a run; reports progress and finish events", async () => {
     const { company, channels: [a], segmentId } = await setup(8)
     const b = await start(company.token, broadcastBody(segmentId, [a], { schedule: { mode: "now", rateControl: { enabled: true, messagesPerMinute: 120 } } }))

@@ -44,6 +44,25 @@ const deliveries = (id: number) =>
   query<{ state: string; attempts: number }>(server, "SELECT state, attempts FROM webhook_deliveries WHERE integration_id = $1 ORDER BY id", [id])
 
 describe("webhook delivery", () => {
+  it("delivers a company's events only to its own integrations; another company's logs are 404", async () => {
+    const mine = await startReceiver()
+    const theirs = await startReceiver()
+    try {
+      const a = await createCompany(server)
+      const b = await createCompany(server)
+      const hookA = await createWebhook(server, a.token, webhookBody(mine.url))
+      await createWebhook(server, b.token, webhookBody(theirs.url))
+      await emitEvent(server, a.id, "message.created", { message: { id: 1 }, channel_id: 1, conversation_id: 1 })
+      await waitFor("the delivery to A", () => (mine.received.length >= 1 ? true : undefined))
+      await sleep(400)
+      assert.strictEqual(mine.received.length, 1)
+      assert.strictEqual(theirs.received.length, 0, "B's integration gets nothing of A's")
+      assert.strictEqual((await request(server, "GET", `/v1/integrations/${hookA.id}/logs`, { token: b.token })).status, 404)
+    } finally {
+      await Promise.all([mine.close(), theirs.close()])
+    }
+  })
+
   it("POSTs the event envelope signed per Standard Webhooks; the id is the event's, stable and shared with /v1/events", async () => {
     const r = await fresh()
     try {
