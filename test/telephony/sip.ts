@@ -127,7 +127,7 @@ export interface Account {
   /** Where the domain's DNS would lead: Kamailio's loopback port. */
   readonly proxyPort: number
   readonly transport: string
-  /** A trunk: no registration, answers whatever number it is called at. */
+  /** A trunk: no registration, answers calls to its username. */
   readonly trunk?: boolean
   /** SIP port (TCP, UDP; TLS on the next one); phones take ephemeral ones. */
   readonly listenPort?: number
@@ -170,7 +170,7 @@ export class Agent {
     ].join("\n"))
     const outbound = `sip:127.0.0.1:${account.proxyPort};transport=${account.transport}`
     const params = account.trunk
-      ? ";regint=0;answermode=auto;catchall=yes"
+      ? ";regint=0;answermode=auto"
       : `;auth_pass=${account.password};outbound="${outbound}";answermode=auto;regint=60`
     writeFileSync(join(dir, "accounts"), `<sip:${account.username}@${account.domain};transport=${account.transport}>${params}\n`)
     const child = spawn("baresip", ["-f", dir], { stdio: ["ignore", "pipe", "pipe"] })
