@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { query } from "../support/Sql.ts"
 import { request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { Agent, type Account, freePortPair, type Kamailio, parseProvisioningUri, startKamailio } from "./sip.ts"
+import { Agent, type Account, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket, startKamailio } from "./sip.ts"
 import { base, enable, person, telephonyCompany } from "./support.ts"
 
 /**
@@ -133,15 +133,57 @@ describe("telephony on Kamailio (PBX=kamailio)", () => {
     const started = await request(server, "POST", "/v1/softphone/internal-call", { token: alice.token, body: { extension: "201" } })
     assert.strictEqual(started.status, 202, JSON.stringify(started.body))
     // The caller's phone is rung by the controller and answers; the REFER then makes it call bob.
-    await alicePhone.waitFor("the controller's call", (e) => e.type === "CALL_ESTABLISHED" && /controller/.test(e.peeruri ?? ""))
+    const rung = await alicePhone.waitFor("the controller's call", (e) => e.type === "CALL_ESTABLISHED" && /controller/.test(e.peeruri ?? ""))
     const incoming = await bobPhone.waitFor("bob's phone answering alice", (e) => e.type === "CALL_ESTABLISHED")
     assert.strictEqual(incoming.peeruri, `sip:agent-${alice.id}@c${company.id}.${SIP_DOMAIN}`)
     const outgoing = await alicePhone.waitFor("alice's call to bob", (e) => e.type === "CALL_ESTABLISHED" && !/controller/.test(e.peeruri ?? ""))
     assert.strictEqual(outgoing.peeruri, `sip:agent-${bob.id}@c${company.id}.${SIP_DOMAIN}`)
-    const order = [alicePhone.events.findIndex((e) => e.type === "CALL_INCOMING" || e.type === "CALL_ESTABLISHED")]
-    assert.isAtLeast(order[0], 0)
+    const bobRang = bobPhone.events.find((e) => e.type === "CALL_INCOMING" || e.type === "CALL_ESTABLISHED")!
+    assert.isAtMost(rung.at!, bobRang.at!)
     alicePhone.command("hangup")
     await bobPhone.waitFor("bob's call to end", (e) => e.type === "CALL_CLOSED")
+  })
+
+  it("an extension dialled on a phone reaches the colleague, and an extension change takes effect at once", async () => {
+    const { company, alice, bob, alicePhone, bobPhone, domain } = await office()
+    const setExtension = (userId: number, extension: string | null) =>
+      request(server, "POST", `${base}/${userId}/telephony/extension`, { token: company.adminToken, body: { extension } })
+    assert.strictEqual((await setExtension(alice.id, "202")).status, 200)
+    bobPhone.command("dial", `sip:202@${domain}`)
+    const answered = await alicePhone.waitFor("alice's phone answering extension 202", (e) => e.type === "CALL_ESTABLISHED")
+    assert.strictEqual(answered.peeruri, `sip:agent-${bob.id}@${domain}`)
+    bobPhone.command("hangup")
+    await alicePhone.waitFor("the call to end", (e) => e.type === "CALL_CLOSED")
+
+    assert.strictEqual((await setExtension(alice.id, "203")).status, 200)
+    const since = bobPhone.events.length
+    bobPhone.command("dial", `sip:202@${domain}`)
+    const gone = await bobPhone.waitFor("the old extension refused", (e) => e.type === "CALL_CLOSED", since)
+    assert.match(gone.param ?? "", /404/)
+  })
+
+  it("the browser profile registers over SIP-over-WebSocket at the URL the softphone credentials give", async () => {
+    const company = await telephonyCompany(server)
+    const alice = await person(server, company.id)
+    await enable(server, company.adminToken, alice.id)
+    const own = await request(server, "GET", "/v1/softphone/credentials", { token: alice.token })
+    assert.strictEqual(own.status, 200)
+    const creds = own.body.data
+    assert.strictEqual(creds.sip_username, `agent-${alice.id}-web`)
+    assert.strictEqual(creds.wss_url, `ws://127.0.0.1:${kamailio.wsPort}/ws`)
+    assert.strictEqual(creds.registered, false)
+    const wrong = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: "not-the-password", domain: creds.host })
+    wrong.close()
+    assert.strictEqual(wrong.status, 401)
+    const browser = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: creds.sip_password, domain: creds.host })
+    try {
+      assert.strictEqual(browser.status, 200)
+      const again = await request(server, "GET", "/v1/softphone/credentials", { token: alice.token })
+      assert.strictEqual(again.body.data.registered, true)
+      assert.strictEqual((await members(company.adminToken)).get(alice.id)?.registered, true)
+    } finally {
+      browser.close()
+    }
   })
 
   it("an external call reaches the trunk with the dialled number", async () => {

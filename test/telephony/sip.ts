@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { createHash, randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket, connect } from "node:net"
 import { tmpdir } from "node:os"
@@ -112,6 +113,8 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
 
 export interface AgentEvent {
   readonly type: string
+  /** When the test saw it (ms). */
+  readonly at?: number
   readonly class?: string
   readonly accountaor?: string
   readonly direction?: string
@@ -217,7 +220,7 @@ export class Agent {
         const body = buffer.slice(colon + 1, colon + 1 + length)
         buffer = buffer.slice(colon + 1 + length + 1)
         const message = JSON.parse(body) as AgentEvent & { readonly event?: boolean }
-        if (message.event) agent.events.push(message)
+        if (message.event) agent.events.push({ ...message, at: Date.now() })
       }
     })
     control.on("error", () => {})
@@ -254,4 +257,54 @@ export const parseProvisioningUri = (uri: string) => {
     port: Number(match[4]),
     transport: match[5]
   }
+}
+
+const md5 = (value: string) => createHash("md5").update(value).digest("hex")
+
+/**
+ * What a browser softphone (JsSIP, SIP.js) does first: REGISTER over SIP-over-WebSocket (RFC 7118,
+ * subprotocol `sip`), answering the digest challenge. Resolves with the final status code; the
+ * socket stays open (the registration lives on it) until `close`.
+ */
+export const registerOverWebSocket = async (url: string, account: { readonly username: string; readonly password: string; readonly domain: string }) => {
+  const socket = new WebSocket(url, "sip")
+  const replies: Array<string> = []
+  socket.addEventListener("message", (event) => replies.push(String(event.data)))
+  await new Promise((resolve, reject) => {
+    socket.addEventListener("open", resolve)
+    socket.addEventListener("error", () => reject(new Error(`WebSocket ${url} failed`)))
+  })
+  const host = `${randomUUID().slice(0, 8)}.invalid`
+  const callId = randomUUID()
+  const tag = randomUUID().slice(0, 8)
+  const uri = `sip:${account.domain}`
+  const send = async (cseq: number, authorization?: string) => {
+    replies.length = 0
+    socket.send([
+      `REGISTER ${uri} SIP/2.0`,
+      `Via: SIP/2.0/WSS ${host};branch=z9hG4bK${randomUUID().slice(0, 12)}`,
+      "Max-Forwards: 70",
+      `To: <sip:${account.username}@${account.domain}>`,
+      `From: <sip:${account.username}@${account.domain}>;tag=${tag}`,
+      `Call-ID: ${callId}`,
+      `CSeq: ${cseq} REGISTER`,
+      `Contact: <sip:${account.username}@${host};transport=ws>;expires=60`,
+      ...(authorization === undefined ? [] : [`Authorization: ${authorization}`]),
+      "Content-Length: 0",
+      "",
+      ""
+    ].join("\r\n"))
+    const reply = await eventually("a final reply over the WebSocket", () => replies.find((r) => /^SIP\/2\.0 [2-6]/.test(r)))
+    return { status: Number(reply.slice(8, 11)), reply }
+  }
+  const challenge = await send(1)
+  let status = challenge.status
+  if (status === 401) {
+    const header = /^WWW-Authenticate: Digest (.*)$/im.exec(challenge.reply)![1]
+    const realm = /realm="([^"]*)"/.exec(header)![1]
+    const nonce = /nonce="([^"]*)"/.exec(header)![1]
+    const response = md5(`${md5(`${account.username}:${realm}:${account.password}`)}:${nonce}:${md5(`REGISTER:${uri}`)}`)
+    status = (await send(2, `Digest username="${account.username}", realm="${realm}", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5`)).status
+  }
+  return { status, close: () => socket.close() }
 }
