@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
+import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { query } from "../support/Sql.ts"
 import { request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { Agent, type Account, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket, startKamailio } from "./sip.ts"
@@ -247,5 +248,21 @@ describe("telephony on Kamailio (PBX=kamailio)", () => {
     assert.strictEqual(api.status, 422)
     const foreign = await request(server, "GET", `${base}/${a.alice.id}/telephony/credentials`, { token: b.adminToken })
     assert.strictEqual(foreign.status, 404)
+  })
+  // Last: it stops Kamailio.
+  it("with Kamailio gone, calls answer 502 (attempt recorded as failed) and a reset changes nothing", async () => {
+    const { company, alice } = await office()
+    const before = await credentials(company.adminToken, alice.id)
+    await kamailio.stop()
+    const call = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: TRUNK_NUMBER } })
+    assert.strictEqual(call.status, 502)
+    const attempts = await query(server, "SELECT status FROM call_attempts WHERE company_id = $1", [company.id])
+    assert.deepStrictEqual(attempts.map((r: any) => r.status), ["failed"])
+    const reset = await request(server, "POST", `${base}/${alice.id}/telephony/reset-password`, { token: company.adminToken })
+    assert.strictEqual(reset.status, 502)
+    const after = await credentials(company.adminToken, alice.id)
+    assert.strictEqual(after.sip_password, before.sip_password)
+    const digests = await query(server, "SELECT ha1 FROM kamailio.subscriber WHERE company_id = $1 AND username = $2", [company.id, before.sip_username])
+    assert.strictEqual(digests[0].ha1, sipDigests(before.sip_username, before.host, before.sip_password).ha1)
   })
 })
