@@ -1,5 +1,6 @@
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../platform/Config.ts"
 import { createHash, randomUUID } from "node:crypto"
 import { companySipHost, TelephonyConfig } from "./Config.ts"
 import { nativeUsername } from "./Domain.ts"
@@ -136,7 +137,9 @@ const noSandbox = PbxSandbox.of({
 /** `PBX=kamailio` selects Kamailio; otherwise the in-process PBX (embedded mode, dev, tests). */
 export const PbxFromConfig = Layer.unwrap(Effect.gen(function*() {
   const config = yield* TelephonyConfig
-  return config.pbx === "kamailio"
-    ? Layer.merge(KamailioPbx, Layer.succeed(PbxSandbox, noSandbox))
-    : Pbx.layerInProcess
+  if (config.pbx !== "kamailio") return Pbx.layerInProcess
+  if (Option.isNone((yield* AppConfig).databaseUrl)) {
+    return yield* Effect.die(new Error("PBX=kamailio needs PostgreSQL (DATABASE_URL): Kamailio reads its accounts there."))
+  }
+  return Layer.merge(KamailioPbx, Layer.succeed(PbxSandbox, noSandbox))
 })).pipe(Layer.provide(TelephonyConfig.layer))

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket, connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { freePort, killOnExit, root, sleep, stopChild } from "../support/Processes.ts"
 
 /** Real SIP processes for the Kamailio tests: Kamailio with the repository's cfg, baresip user agents. */
 
@@ -20,18 +21,6 @@ export const freePortPair = async (): Promise<number> => {
   }
 }
 
-export const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port")))
-    })
-  })
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
 export const eventually = async <A>(what: string, probe: () => Promise<A | undefined> | A | undefined, timeoutMs = 10_000) => {
   const deadline = Date.now() + timeoutMs
   for (;;) {
@@ -41,17 +30,6 @@ export const eventually = async <A>(what: string, probe: () => Promise<A | undef
     await sleep(100)
   }
 }
-
-const stopProcess = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve()
-    const timer = setTimeout(() => child.kill("SIGKILL"), 3000)
-    child.once("exit", () => {
-      clearTimeout(timer)
-      resolve()
-    })
-    child.kill("SIGTERM")
-  })
 
 export interface Kamailio {
   readonly sipPort: number
@@ -78,12 +56,13 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
     WS_PORT: String(wsPort),
     RPC_PORT: String(rpcPort)
   }
-  const args = ["-f", join(import.meta.dirname, "../../deploy/kamailio/kamailio.cfg"), "-DD", "-E", "-w", dir, "-P", join(dir, "kamailio.pid"), "-m", "32", "-M", "8"]
+  const args = ["-f", join(root, "deploy/kamailio/kamailio.cfg"), "-DD", "-E", "-w", dir, "-P", join(dir, "kamailio.pid"), "-m", "32", "-M", "8"]
   for (const [key, value] of Object.entries(defines)) args.push("-A", `${key}=${value}`)
-  const child = spawn("kamailio", args, {
-    env: { ...process.env, PGOPTIONS: "-c search_path=kamailio,public" },
+  const child = killOnExit(spawn("kamailio", args, {
+    // As in deploy/kamailio's image: location.expires is written in local time, read as UTC.
+    env: { ...process.env, PGOPTIONS: "-c search_path=kamailio,public", TZ: "UTC" },
     stdio: ["ignore", "pipe", "pipe"]
-  })
+  }))
   let output = ""
   child.stdout!.on("data", (chunk) => output += chunk)
   child.stderr!.on("data", (chunk) => output += chunk)
@@ -96,7 +75,7 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
       return answer?.result
     })
   } catch (error) {
-    await stopProcess(child)
+    await stopChild(child, 3000)
     throw error
   }
   return {
@@ -105,7 +84,7 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
     rpcUrl,
     log: () => output,
     stop: async () => {
-      await stopProcess(child)
+      await stopChild(child, 3000)
       rmSync(dir, { recursive: true, force: true })
     }
   } satisfies Kamailio
@@ -176,7 +155,7 @@ export class Agent {
       ? ";regint=0;answermode=auto"
       : `;auth_pass=${account.password};outbound="${outbound}";answermode=auto;regint=60`
     writeFileSync(join(dir, "accounts"), `<sip:${account.username}@${account.domain};transport=${account.transport}>${params}\n`)
-    const child = spawn("baresip", ["-f", dir], { stdio: ["ignore", "pipe", "pipe"] })
+    const child = killOnExit(spawn("baresip", ["-f", dir], { stdio: ["ignore", "pipe", "pipe"] }))
     let output = ""
     // Registration results come before the control connection can exist: they are read off the console.
     const registrations: Array<AgentEvent> = []
@@ -241,7 +220,7 @@ export class Agent {
 
   async stop() {
     this.control.destroy()
-    await stopProcess(this.child)
+    await stopChild(this.child, 3000)
     rmSync(this.dir, { recursive: true, force: true })
   }
 }
