@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest"
 import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { query } from "../support/Sql.ts"
 import { request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { Agent, type Account, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket, startKamailio } from "./sip.ts"
+import { Agent, type Account, eventually, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket, startKamailio } from "./sip.ts"
 import { base, enable, person, telephonyCompany } from "./support.ts"
 
 /**
@@ -141,6 +141,10 @@ describe("telephony on Kamailio (PBX=kamailio)", () => {
     assert.strictEqual(outgoing.peeruri, `sip:agent-${bob.id}@c${company.id}.${SIP_DOMAIN}`)
     const bobRang = bobPhone.events.find((e) => e.type === "CALL_INCOMING" || e.type === "CALL_ESTABLISHED")!
     assert.isAtMost(rung.at!, bobRang.at!)
+    // Bridged: each phone receives the other's audio (RTP flows phone to phone, not through Kamailio).
+    await Promise.all([alicePhone, bobPhone].map((p) =>
+      eventually("RTP between the phones", () => /incoming rtp for 'audio' established/.test(p.output()) || undefined)
+    ))
     alicePhone.command("hangup")
     await bobPhone.waitFor("bob's call to end", (e) => e.type === "CALL_CLOSED")
   })

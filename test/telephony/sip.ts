@@ -127,7 +127,8 @@ export class Agent {
     private readonly control: Socket,
     private readonly dir: string,
     readonly sipPort: number,
-    private readonly output: () => string
+    /** The console (last 20 kB): media details ctrl_tcp does not report. */
+    readonly output: () => string
   ) {}
 
   static async start(account: Account) {
