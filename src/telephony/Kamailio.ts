@@ -49,9 +49,10 @@ export const KamailioPbx = Layer.effect(
         catch: (error) => new PbxError({ message: `Kamailio RPC ${method}: ${error instanceof Error ? error.message : String(error)}` })
       })
 
-    const call = Effect.fnUntraced(function*(method: string, params: ReadonlyArray<string>) {
+    /** `tolerated`: an error code that means there was nothing to do. */
+    const call = Effect.fnUntraced(function*(method: string, params: ReadonlyArray<string>, tolerated?: number) {
       const answer = yield* rpc(method, params)
-      if (answer.error !== undefined) {
+      if (answer.error !== undefined && answer.error.code !== tolerated) {
         return yield* new PbxError({ message: `Kamailio RPC ${method}: ${answer.error.code ?? ""} ${answer.error.message ?? ""}`.trim() })
       }
       return answer.result
@@ -59,13 +60,7 @@ export const KamailioPbx = Layer.effect(
 
     /** Drops every registration of the account (phones must REGISTER again, with what is now valid). */
     const dropRegistrations = (companyId: number, username: string) =>
-      rpc("ul.rm", ["location", `${username}@${domainOf(companyId)}`]).pipe(
-        Effect.flatMap((answer) =>
-          answer.error === undefined || answer.error.code === AOR_NOT_FOUND
-            ? Effect.void
-            : Effect.fail(new PbxError({ message: `Kamailio RPC ul.rm: ${answer.error.code ?? ""} ${answer.error.message ?? ""}`.trim() }))
-        )
-      )
+      call("ul.rm", ["location", `${username}@${domainOf(companyId)}`], AOR_NOT_FOUND)
 
     const upsertProfile = Effect.fn("KamailioPbx.upsertProfile")(function*(profile: SipProfile) {
       const domain = domainOf(profile.companyId)
