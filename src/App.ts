@@ -28,7 +28,7 @@ import { MigrationsLayer } from "./platform/Migrations.ts"
 import { SqlLayer } from "./platform/Sql.ts"
 import { gatedServer } from "./platform/StartupGate.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
-import { Pbx } from "./telephony/Pbx.ts"
+import { PbxFromConfig } from "./telephony/Kamailio.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
 import { AutomationEntities } from "../cluster/AutomationHandlers.ts"
 import { AutomationStarterLayer } from "../cluster/AutomationStarterLayer.ts"
@@ -43,7 +43,7 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, Pbx.layerInProcess, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
   Layer.provideMerge(Notices.layer),
   Layer.provideMerge(Cluster)
 )

@@ -30,6 +30,7 @@ import { KernelMiddleware, registerKnownRoutes } from "./platform/HttpKernel.ts"
 import { RealtimeGateway } from "./realtime/Gateway.ts"
 import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
+import { Pbx } from "./telephony/Pbx.ts"
 import { TeamsHttp } from "./teams/Http.ts"
 import { UserPhotosHttp } from "./users/Http.ts"
 import { TemplatesHttp } from "./templates/Http.ts"
@@ -44,11 +45,13 @@ const HealthRoutes = Layer.mergeAll(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const { engine } = yield* RealtimeGateway
+      // `in-process`: SIP profiles live in this process only (embedded mode), no phone can register.
+      const telephony = { pbx: (yield* Pbx).adapter }
       // Migrations run before the server listens, so a reachable database means ready.
       return yield* sql`SELECT 1`.pipe(
         Effect.timeout("2 seconds"),
-        Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", realtime: { engine } })),
-        Effect.catchCause(() => Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "unavailable", realtime: { engine } }, { status: 503 })))
+        Effect.as(HttpServerResponse.jsonUnsafe({ status: "ready", realtime: { engine }, telephony })),
+        Effect.catchCause(() => Effect.succeed(HttpServerResponse.jsonUnsafe({ status: "unavailable", realtime: { engine }, telephony }, { status: 503 })))
       )
     })
   )

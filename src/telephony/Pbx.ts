@@ -36,6 +36,8 @@ export interface CallRecord extends OriginateRequest {
  * per company, so a real adapter must give each company its own SIP domain.
  */
 export class Pbx extends Context.Service<Pbx, {
+  /** Which adapter answers (shown in `/ready`). */
+  readonly adapter: "in-process" | "kamailio"
   /** Creates the profile or replaces its password (a changed password drops the registration). */
   upsertProfile(profile: SipProfile): Effect.Effect<void, PbxError>
   removeProfile(companyId: number, username: string): Effect.Effect<void, PbxError>
@@ -72,6 +74,7 @@ const makeInProcess = () => {
     down.has(companyId) ? Effect.fail(new PbxError({ message: "PBX unreachable." })) : Effect.void
 
   const pbx = Pbx.of({
+    adapter: "in-process",
     upsertProfile: (profile) =>
       Effect.flatMap(reachable(profile.companyId), () =>
         Effect.sync(() => {

@@ -14,7 +14,7 @@ import {
 } from "../platform/Errors.ts"
 import { normalizePhone } from "../platform/Phones.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
-import { TelephonyConfig } from "./Config.ts"
+import { companySipHost, TelephonyConfig } from "./Config.ts"
 import {
   type BrowserCredentials,
   type CallStarted,
@@ -33,8 +33,6 @@ import { type CallTarget, Pbx, type PbxError, type SipProfileKind } from "./Pbx.
 import { type CallAttempt, type MemberWithOperator, type OperatorRow, TelephonyRepo } from "./Repo.ts"
 import { SipVault } from "./Vault.ts"
 
-const TCP_PORT = 5060
-const TLS_PORT = 5061
 const CODECS = ["opus", "PCMU", "PCMA"] as const
 const PASSWORD_LENGTH = 24
 
@@ -136,14 +134,14 @@ export class Telephony extends Context.Service<Telephony, {
         return {
           sip_username: op.native_sip_username,
           sip_password: password,
-          host: config.sipHost,
-          tcp_port: TCP_PORT,
-          tls_port: TLS_PORT,
+          host: companySipHost(config, companyId),
+          tcp_port: config.tcpPort,
+          tls_port: config.tlsPort,
           default_transport: "TCP" as const,
           codecs: [...CODECS],
           media_encryption: config.mediaEncryption,
           registered: yield* registered(companyId, op.native_sip_username),
-          provisioning_uri: provisioningUri(op.native_sip_username, password, config.sipHost, TCP_PORT)
+          provisioning_uri: provisioningUri(op.native_sip_username, password, companySipHost(config, companyId), config.tcpPort)
         } satisfies NativeCredentials
       })
 
@@ -151,7 +149,7 @@ export class Telephony extends Context.Service<Telephony, {
         return {
           sip_username: op.web_sip_username,
           sip_password: password,
-          host: config.sipHost,
+          host: companySipHost(config, companyId),
           wss_url: config.wssUrl,
           extension: op.extension,
           display_name: member.name,

@@ -15,6 +15,7 @@ describe("kernel", () => {
     assert.deepStrictEqual(health.body, { status: "ok" })
     const ready = await request(server, "GET", "/ready")
     assert.strictEqual(ready.status, 200)
+    assert.deepStrictEqual(ready.body.telephony, { pbx: "in-process" })
     assert.ok(health.headers.get("x-request-id"))
   })
 

@@ -38,6 +38,13 @@ process.once("exit", () => {
 
 const hasExited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
 
+/** Kills `child` with the test process if it is still running then (for children of other helpers). */
+export const killOnExit = (child: ChildProcess) => {
+  running.add(child)
+  child.once("exit", () => running.delete(child))
+  return child
+}
+
 const exited = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (hasExited(child)) return resolve()
