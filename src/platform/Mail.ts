@@ -1,7 +1,8 @@
-import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Option, Redacted, type Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { createTransport } from "nodemailer"
 import { AppConfig } from "./Config.ts"
+import { drainBudgetMs, wallSleep } from "./Shutdown.ts"
 
 export interface Mail {
   readonly to: string
@@ -99,6 +100,8 @@ interface OutboxRow {
 }
 
 const claimBatch = 20
+/** At shutdown, how long the mail in its SMTP exchange may take to finish. */
+const mailDrainMs = 5_000
 /** Longer than one SMTP exchange may take (connection, greeting and socket timeouts). */
 const lease = Duration.minutes(2)
 
@@ -109,10 +112,10 @@ const lease = Duration.minutes(2)
  * whose lease ran out (its runner died mid-send) may have been accepted, so it becomes `unknown`,
  * not a second send. Returns how many mails were claimed.
  */
-export const drainMail = Effect.gen(function*() {
+// Uninterruptible but for the SMTP exchange: a claim is never cut from the hand-back of what it claimed.
+export const drainMailWhile = (running: () => boolean) => Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const transport = yield* MailTransport
-  const config = yield* AppConfig
   const now = new Date(yield* Clock.currentTimeMillis)
   const lost = yield* sql<{ id: number; to_address: string }>`
     UPDATE outbound_emails SET status = 'unknown', lease_until = NULL, last_error = 'the sender stopped during the SMTP exchange'
@@ -126,15 +129,44 @@ export const drainMail = Effect.gen(function*() {
       SELECT id FROM outbound_emails WHERE status = 'pending' AND next_attempt_at <= ${now}
       ORDER BY next_attempt_at, id LIMIT ${claimBatch} FOR UPDATE SKIP LOCKED)
     RETURNING id, to_address, subject, body, attempts`
-  for (const row of claimed) {
-    const outcome = yield* transport.deliver({ to: row.to_address, subject: row.subject, body: row.body }).pipe(Effect.result)
+  // Mails claimed but not yet handed to the server go back to the outbox when the drain stops (or is cut off):
+  // only the one in the SMTP exchange at that moment may have been accepted.
+  let next = 0
+  const handBack = Effect.suspend(() => {
+    const rest = claimed.slice(next).map((row) => row.id)
+    return rest.length === 0 ? Effect.void : sql`
+      UPDATE outbound_emails SET status = 'pending', attempts = GREATEST(attempts - 1, 0), lease_until = NULL
+      WHERE id IN ${sql.in(rest)} AND status = 'sending'`.pipe(Effect.ignore)
+  })
+  yield* Effect.gen(function*() {
+    while (next < claimed.length && running()) {
+      const row = claimed[next]
+      // Once the server accepted, the outcome is always recorded.
+      const outcome = yield* restore(transport.deliver({ to: row.to_address, subject: row.subject, body: row.body })).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => next++)),
+        Effect.result
+      )
+      next++
+      yield* record(row, outcome)
+    }
+  }).pipe(Effect.ensuring(handBack))
+  return claimed.length
+})).pipe(Effect.withSpan("Mail.drain"))
+
+export const drainMail = drainMailWhile(() => true)
+
+const record = (row: OutboxRow, outcome: Result.Result<string, MailRefused>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const transport = yield* MailTransport
+    const config = yield* AppConfig
     const at = new Date(yield* Clock.currentTimeMillis)
     if (outcome._tag === "Success") {
       yield* sql`
         UPDATE outbound_emails SET status = ${transport.kind === "smtp" ? "sent" : "logged"}, sent_at = ${at},
           message_id = ${outcome.success}, lease_until = NULL, last_error = NULL
         WHERE id = ${row.id}`
-      continue
+      return
     }
     const error = outcome.failure
     const final = error.permanent || row.attempts >= config.mailMaxAttempts
@@ -146,16 +178,35 @@ export const drainMail = Effect.gen(function*() {
     yield* (final ? Effect.logError("mail not delivered") : Effect.logWarning("mail refused; will retry")).pipe(
       Effect.annotateLogs({ mail_id: row.id, attempt: row.attempts, error: error.message, ...(final ? {} : { retry_in_ms: delay }) })
     )
-  }
-  return claimed.length
-}).pipe(Effect.withSpan("Mail.drain"))
+  })
 
-/** The mail drain: a sweep every `MAIL_POLL_MS`, at once again while a sweep found a full batch. Register in `src/Background.ts`. */
+/**
+ * The mail drain: a sweep every `MAIL_POLL_MS`, at once again while a sweep found a full batch. At shutdown it
+ * finishes the mail in its SMTP exchange (within the drain budget) and hands the rest of its batch back.
+ * Register in `src/Background.ts`.
+ */
 export const MailDrainLayer = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
-  const sweep: Effect.Effect<void, never, SqlClient.SqlClient | MailTransport | AppConfig> = drainMail.pipe(
-    Effect.flatMap((claimed) => (claimed >= claimBatch ? sweep : Effect.void)),
+  let running = true
+  let sweeping = false
+  const sweep: Effect.Effect<void, never, SqlClient.SqlClient | MailTransport | AppConfig> = drainMailWhile(() => running).pipe(
+    Effect.flatMap((claimed) => (claimed >= claimBatch && running ? sweep : Effect.void)),
     Effect.catchCause((cause) => Effect.logWarning("mail drain sweep failed", cause))
   )
-  yield* Effect.forkScoped(Effect.forever(sweep.pipe(Effect.andThen(Effect.sleep(Duration.millis(config.mailPollMs))))))
+  const loop = Effect.gen(function*() {
+    while (running) {
+      sweeping = true
+      yield* sweep
+      sweeping = false
+      if (running) yield* Effect.sleep(Duration.millis(config.mailPollMs))
+    }
+  })
+  const fiber = yield* Effect.forkScoped(loop)
+  // Before the scope interrupts the loop: a sweep under way may finish its current mail.
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      running = false
+      return sweeping ? Effect.raceFirst(Effect.asVoid(Fiber.await(fiber)), wallSleep(drainBudgetMs(mailDrainMs))) : Effect.void
+    })
+  )
 })).pipe(Layer.provide(MailTransport.layer))
