@@ -106,13 +106,13 @@ const mailDrainMs = 5_000
 const lease = Duration.minutes(2)
 
 /**
- * One pass over the outbox: claims due mails (committed as `sending` before the server is
- * contacted), delivers each and records the outcome. A refused send is retried with doubling
+ * One pass over the outbox: claims due mails one by one (each committed as `sending` before the server
+ * is contacted), delivers each and records the outcome. A refused send is retried with doubling
  * backoff up to `MAIL_MAX_ATTEMPTS`; an accepted one is `sent` and never claimed again. A claim
  * whose lease ran out (its runner died mid-send) may have been accepted, so it becomes `unknown`,
- * not a second send. Returns how many mails were claimed.
+ * not a second send. Uninterruptible but for the SMTP exchange, so a claim is never cut from the exchange
+ * it is for; `running` is asked before each claim. Returns how many mails were claimed.
  */
-// Uninterruptible but for the SMTP exchange: a claim is never cut from the hand-back of what it claimed.
 export const drainMailWhile = (running: () => boolean) => Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const transport = yield* MailTransport
@@ -123,34 +123,25 @@ export const drainMailWhile = (running: () => boolean) => Effect.uninterruptible
   for (const row of lost) {
     yield* Effect.logWarning("mail outcome unknown: not sent again").pipe(Effect.annotateLogs({ mail_id: row.id, to: row.to_address }))
   }
-  const claimed = yield* sql<OutboxRow>`
-    UPDATE outbound_emails SET status = 'sending', attempts = attempts + 1, lease_until = ${new Date(now.getTime() + Duration.toMillis(lease))}
-    WHERE id IN (
-      SELECT id FROM outbound_emails WHERE status = 'pending' AND next_attempt_at <= ${now}
-      ORDER BY next_attempt_at, id LIMIT ${claimBatch} FOR UPDATE SKIP LOCKED)
-    RETURNING id, to_address, subject, body, attempts`
-  // Mails claimed but not yet handed to the server go back to the outbox when the drain stops (or is cut off):
-  // only the one in the SMTP exchange at that moment may have been accepted.
-  let next = 0
-  const handBack = Effect.suspend(() => {
-    const rest = claimed.slice(next).map((row) => row.id)
-    return rest.length === 0 ? Effect.void : sql`
-      UPDATE outbound_emails SET status = 'pending', attempts = GREATEST(attempts - 1, 0), lease_until = NULL
-      WHERE id IN ${sql.in(rest)} AND status = 'sending'`.pipe(Effect.ignore)
-  })
-  yield* Effect.gen(function*() {
-    while (next < claimed.length && running()) {
-      const row = claimed[next]
-      // Once the server accepted, the outcome is always recorded.
-      const outcome = yield* restore(transport.deliver({ to: row.to_address, subject: row.subject, body: row.body })).pipe(
-        Effect.onInterrupt(() => Effect.sync(() => next++)),
-        Effect.result
-      )
-      next++
-      yield* record(row, outcome)
-    }
-  }).pipe(Effect.ensuring(handBack))
-  return claimed.length
+  // One claim per mail, just before its exchange: a runner that dies (kill -9) or stops leaves at most the mail
+  // in its SMTP exchange claimed, never a batch of mails it had not begun.
+  let claimed = 0
+  while (claimed < claimBatch && running()) {
+    const at = new Date(yield* Clock.currentTimeMillis)
+    const rows = yield* sql<OutboxRow>`
+      UPDATE outbound_emails SET status = 'sending', attempts = attempts + 1, lease_until = ${new Date(at.getTime() + Duration.toMillis(lease))}
+      WHERE id = (
+        SELECT id FROM outbound_emails WHERE status = 'pending' AND next_attempt_at <= ${at}
+        ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING id, to_address, subject, body, attempts`
+    const row = rows[0]
+    if (row === undefined) break
+    claimed++
+    // Interruptible only during the exchange (it stays `sending`: it may have been accepted); an accepted mail's outcome is always recorded.
+    const outcome = yield* Effect.result(restore(transport.deliver({ to: row.to_address, subject: row.subject, body: row.body })))
+    yield* record(row, outcome)
+  }
+  return claimed
 })).pipe(Effect.withSpan("Mail.drain"))
 
 export const drainMail = drainMailWhile(() => true)
