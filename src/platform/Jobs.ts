@@ -81,7 +81,7 @@ export const jobHandler = <P, Pr, R>(
 export const adoptEvery = Duration.seconds(30)
 
 /** At shutdown, how long a runner lets its running jobs finish before it hands the rest back (less if the process's budget is short). */
-export const drainFor = Duration.seconds(5)
+export const drainFor = Duration.seconds(3)
 
 interface ClaimedRow {
   readonly id: number

@@ -101,7 +101,7 @@ interface OutboxRow {
 
 const claimBatch = 20
 /** At shutdown, how long the mail in its SMTP exchange may take to finish. */
-const mailDrainMs = 5_000
+const mailDrainMs = 3_000
 /** Longer than one SMTP exchange may take (connection, greeting and socket timeouts). */
 const lease = Duration.minutes(2)
 

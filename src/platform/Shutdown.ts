@@ -8,7 +8,7 @@ import { Effect } from "effect"
 export const SHUTDOWN_LIMIT_MS = 10_000
 
 /** Kept back from the budget for what closes after the workers (entities, pools, the log flush). */
-const reserveMs = 1_500
+const reserveMs = 3_000
 
 let began: number | null = null
 

@@ -158,8 +158,8 @@ describe("server process lifecycle", () => {
       const company = await createCompany(asServer)
       await telegramChannel(asServer, tg, company.token)
       const set = await stickerSet(tg, ["static", "static"])
-      // A slow Bot API: each sticker (getFile, then the download) takes about 0.6 s, so the import is in flight for a while.
-      tg.http.delayMs = 300
+      // A slow Bot API: each sticker (getFile, then the download) takes about 0.4 s, so the import is in flight for a while.
+      tg.http.delayMs = 200
       const queued = await request(asServer, "POST", "/v1/sticker-packs/import/telegram", { token: company.token, body: { link: set.name } })
       assert.strictEqual(queued.status, 202, JSON.stringify(queued.body))
       const deadline = Date.now() + 20_000
