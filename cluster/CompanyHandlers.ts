@@ -110,12 +110,14 @@ export const CompanyLayer = Company.toLayer(
         }).pipe(Effect.orDie)
     })
   }),
-  { maxIdleTime: "15 minutes" }
+  // A defect (a statement the database rejects, a lost connection) fails only the hit it happened in: the entity
+  // keeps serving the company's rate limits instead of restarting and replaying that hit ahead of all others.
+  { maxIdleTime: "15 minutes", disableFatalDefects: true }
 )
 
 export const ThrottleLayer = Throttle.toLayer(
   Effect.sync(() => Throttle.of({ Consume: consumeWith(new SlidingLogs()), ...leasesWith(new LeasedLogs()) })),
-  { maxIdleTime: "20 minutes" }
+  { maxIdleTime: "20 minutes", disableFatalDefects: true }
 )
 
 export const CompanyEntities = Layer.mergeAll(CompanyLayer, ThrottleLayer)

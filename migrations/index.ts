@@ -25,6 +25,7 @@ import _0090_automations from "./0090_automations.ts"
 import _0091_conversation_assignment from "./0091_conversation_assignment.ts"
 import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
 import _0130_kamailio from "./0130_kamailio.ts"
+import _0135_idempotency_settle from "./0135_idempotency_settle.ts"
 import _0100_company_country_status from "./0100_company_country_status.ts"
 import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
 import _0102_mail_delivery from "./0102_mail_delivery.ts"
@@ -60,5 +61,6 @@ export const migrations = {
   "0101_phones_renormalised": _0101_phones_renormalised,
   "0102_mail_delivery": _0102_mail_delivery,
   "0105_idempotency_pending": _0105_idempotency_pending,
-  "0130_kamailio": _0130_kamailio
+  "0130_kamailio": _0130_kamailio,
+  "0135_idempotency_settle": _0135_idempotency_settle
 }

@@ -6,9 +6,7 @@ import { AppLayer } from "./App.ts"
 import { AppConfig } from "./platform/Config.ts"
 import { log, LoggingLayer } from "./platform/Logging.ts"
 import { RealtimeGateway } from "./realtime/Gateway.ts"
-
-/** SIGTERM to exit: the HTTP server drains for up to 8 s (App.ts); past this the process gives up. */
-const SHUTDOWN_LIMIT_MS = 10_000
+import { SHUTDOWN_LIMIT_MS, shutdownBegins } from "./platform/Shutdown.ts"
 
 /** One info line once every port serves: what an operator checks first. */
 const Announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -29,6 +27,7 @@ let signalled = false
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.once(signal, () => {
     signalled = true
+    shutdownBegins()
     log.info({ signal }, "shutting down: no new connections, draining in-flight requests and background work")
     setTimeout(() => {
       log.fatal({ limit_ms: SHUTDOWN_LIMIT_MS }, "shutdown did not finish in time; exiting")

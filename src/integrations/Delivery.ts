@@ -46,6 +46,14 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   let companies = new Map<number, ReadonlyArray<number>>()
   const integrationCompany = new Map<number, number>()
   const results = yield* Queue.unbounded<AttemptResult>()
+  // Runs last at shutdown (after the batches and the writer stop): outcomes already known are recorded, so an
+  // attempt that was answered is not made again once its lease expires.
+  yield* Effect.addFinalizer(() =>
+    Effect.gen(function*() {
+      const done = yield* Queue.clear(results)
+      if (done.length > 0) yield* repo.record(done, new Date(yield* Clock.currentTimeMillis))
+    }).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook outcomes not recorded at shutdown; their leases will expire", cause)))
+  )
 
   const refresh = Effect.gen(function*() {
     const active = yield* repo.active(new Date(yield* Clock.currentTimeMillis))

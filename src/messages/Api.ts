@@ -13,6 +13,7 @@ import {
   DeleteMessage,
   ForwardMessage,
   IdempotencyKeyHeader,
+  KeyParam,
   ListQuery,
   Message,
   MessageId,
@@ -20,6 +21,7 @@ import {
   RecordStatus,
   SendMessage,
   SetReaction,
+  SettleKey,
   StatusEntry,
   UpdateMessage
 } from "./Domain.ts"
@@ -53,6 +55,19 @@ export class MessagesApi extends HttpApiGroup.make("messages")
       success: Created,
       error: SendErrors
     }),
+    HttpApiEndpoint.post("settleKey", "/v1/messages/idempotency-keys/:key/settle", {
+      params: { key: KeyParam },
+      payload: SettleKey,
+      success: One,
+      error: [...AuthErrors, NotFound, Unprocessable, Conflict]
+    }).annotateMerge(OpenApi.annotations({
+      summary: "Settle an idempotency key of unknown outcome",
+      description: "For company admins. A send cut off during the provider call leaves its key answering 409 " +
+        "`outcome_unknown`; once the provider's console tells, `sent` (with its `external_message_id`, if known) or " +
+        "`not_sent` (the message becomes `failed`) settles it, and retries with the key answer that message (201). " +
+        "`message_id` picks the request when several of the company's users or endpoints used the key. 409 while " +
+        "the first request may still be running; 422 `key_settled` once the key has its outcome."
+    })),
     HttpApiEndpoint.get("get", "/v1/messages/:id", {
       params: Params,
       success: One,

@@ -201,6 +201,21 @@ export const RecordStatus = Schema.Struct({
 })
 export type RecordStatus = typeof RecordStatus.Type
 
+/** An operator's verdict on a send whose key answers `outcome_unknown` (checked in the provider's console). */
+export const SettleKey = Schema.Struct({
+  outcome: Schema.Literals(["sent", "not_sent"]),
+  /** Which request's key, when several users or endpoints of the company used the same key value. */
+  message_id: Schema.optional(Schema.NullOr(MessageId)),
+  /** The provider's id of the message, so its later status webhooks find it. */
+  external_message_id: Schema.optional(Schema.NullOr(ExternalRef("external_message_id")))
+})
+export type SettleKey = typeof SettleKey.Type
+
+/** The path segment of a key to settle: what `Idempotency-Key` and `idempotency_key` accept. */
+export const KeyParam = Schema.String.check(
+  Schema.isMaxLength(128, { message: "The key must not be greater than 128 characters." })
+)
+
 export const SetReaction = Schema.Struct({
   reaction: Schema.String.check(
     Schema.isPattern(/\S/, { message: "The reaction field is required." }),

@@ -5,16 +5,19 @@ import { data } from "../platform/Envelope.ts"
 import { Messages } from "./Messages.ts"
 import { Outbound } from "./Outbound.ts"
 import { Reactions } from "./Reactions.ts"
+import { Settlement } from "./Settlement.ts"
 import { Media } from "../media/Media.ts"
 
 export const MessagesHttp = HttpApiBuilder.group(Api, "messages", Effect.fn(function*(handlers) {
   const messages = yield* Messages
   const outbound = yield* Outbound
   const reactions = yield* Reactions
+  const settlement = yield* Settlement
   return handlers
     .handle("list", ({ query }) => data(messages.list(query)))
     .handle("send", ({ payload, headers }) => data(outbound.send(payload, headers["idempotency-key"])))
     .handle("create", ({ payload }) => data(outbound.create(payload)))
+    .handle("settleKey", ({ params, payload }) => data(settlement.settleKey(params.key, payload)))
     .handle("get", ({ params }) => data(messages.get(params.id)))
     .handle("update", ({ params, payload }) => data(messages.update(params.id, payload)))
     .handle("remove", ({ params, payload }) => data(messages.remove(params.id, payload)))
@@ -33,4 +36,4 @@ export const MessagesHttp = HttpApiBuilder.group(Api, "messages", Effect.fn(func
     .handle("attachments", ({ params }) => data(messages.attachments(params.id)))
     .handle("attach", ({ params, payload }) => data(messages.attach(params.id, payload)))
     .handle("fetchAttachment", ({ params }) => data(messages.fetchAttachment(params.id, params.attachment)))
-})).pipe(Layer.provide([Messages.layer, Outbound.layer, Reactions.layer]), Layer.provide(Media.layer))
+})).pipe(Layer.provide([Messages.layer, Outbound.layer, Reactions.layer, Settlement.layer]), Layer.provide(Media.layer))

@@ -7,7 +7,8 @@ import { CompanyId } from "../auth/Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
 import { ThreadsRepo } from "./ThreadsRepo.ts"
 import { type NewAttachment } from "../media/Domain.ts"
-import { advances, createdPayload, defaultStopWords, isStopWord, referralFor, updatedPayload } from "./Rules.ts"
+import { advances, createdPayload, defaultStopWords, isStopWord, referencedMessage, referralFor, updatedPayload } from "./Rules.ts"
+import { Settlement } from "./Settlement.ts"
 import { makeAutoCreate } from "../deals/Settings.ts"
 
 const attachmentType = (type: string) => ((AttachmentTypes as ReadonlyArray<string>).includes(type) ? type : "unsupported_type")
@@ -29,6 +30,7 @@ export class Inbound extends Context.Service<Inbound, {
       const threads = yield* ThreadsRepo
       const events = yield* Events
       const autoCreateDeal = yield* makeAutoCreate
+      const settlement = yield* Settlement
       const extra: string = yield* Effect.orDie(Config.String("STOP_WORDS").pipe(Config.withDefault("")))
       const stopWords: ReadonlySet<string> = new Set([
         ...defaultStopWords,
@@ -185,11 +187,24 @@ export class Inbound extends Context.Service<Inbound, {
         }).pipe(sql.withTransaction, Effect.orDie)
       })
 
+      /**
+       * A status for a message whose send was cut off before it recorded the provider's id: found by the
+       * reference the provider echoes, it is the send's outcome (its key answers it from then on).
+       */
+      const settleReferenced = Effect.fnUntraced(function*(companyId: CompanyId, channel: ChannelContext, s: InboundStatus) {
+        const messageId = referencedMessage(s.reference)
+        if (messageId === null) return
+        const row = yield* repo.findForUpdate(companyId, messageId)
+        if (Option.isNone(row) || row.value.channel_id !== channel.id || row.value.direction !== "outbound") return
+        if (row.value.external_message_id !== null || !(yield* settlement.cutOff(row.value))) return
+        yield* settlement.record(companyId, row.value, { status: s.status, externalMessageId: s.externalMessageId, error: s.error })
+      })
+
       const status = Effect.fn("Inbound.status")(function*(channel: ChannelContext, s: InboundStatus) {
         const companyId = CompanyId.make(channel.companyId)
         yield* Effect.gen(function*() {
           const found = yield* repo.findByExternal(companyId, channel.id, s.externalMessageId, "outbound")
-          if (Option.isNone(found)) return
+          if (Option.isNone(found)) return yield* settleReferenced(companyId, channel, s)
           const locked = Option.getOrThrow(yield* repo.findForUpdate(companyId, found.value.id))
           yield* repo.addStatus(companyId, locked.id, s.status, s.error)
           const row = advances(locked.status, s.status) ? yield* repo.update(companyId, locked.id, { status: s.status }) : locked
@@ -203,5 +218,5 @@ export class Inbound extends Context.Service<Inbound, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide([MessagesRepo.layer, ThreadsRepo.layer]))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([MessagesRepo.layer, ThreadsRepo.layer, Settlement.layer]))
 }

@@ -87,3 +87,13 @@ export const referralFor = (type: ChannelType, referral: Record<string, unknown>
 const rank: Record<string, number> = { pending: 0, sent: 1, delivered: 2, read: 3 }
 export const advances = (current: string | null, next: string) =>
   next === "failed" || current === null || (rank[next] ?? 0) >= (rank[current] ?? 0)
+
+/**
+ * What a send hands its provider as an opaque reference (WhatsApp `biz_opaque_callback_data`), echoed in
+ * status webhooks: how a status finds a message whose send was cut off before its provider id was recorded.
+ */
+export const messageReference = (messageId: number) => `crm_message:${messageId}`
+export const referencedMessage = (reference: string | null | undefined): number | null => {
+  const match = reference == null ? null : /^crm_message:(\d{1,15})$/.exec(reference)
+  return match === null ? null : Number(match[1])
+}

@@ -8,7 +8,7 @@ import { Idempotency, type IdempotencyScope, outcomeUnknownStatus, type Recorded
 import type { CompanyId } from "../auth/Domain.ts"
 import { Message } from "./Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
-import { createdPayload } from "./Rules.ts"
+import { createdPayload, messageReference } from "./Rules.ts"
 import { SendRefusal, type SendRequest } from "./SendLane.ts"
 import { ThreadsRepo } from "./ThreadsRepo.ts"
 import { channelContext } from "../providers/Rules.ts"
@@ -170,6 +170,7 @@ export class Sender extends Context.Service<Sender, {
                 text: req.text,
                 attachments,
                 quotedExternalMessageId: req.quotedExternalMessageId,
+                reference: messageReference(row.id),
                 ...(req.template === undefined ? {} : { template: req.template })
               })
             )

@@ -55,6 +55,14 @@ export const outcomeUnknownMessage =
 /** A key settled as `outcome_unknown` is recorded as this answer (and replayed as it until someone settles it otherwise). */
 export const outcomeUnknownStatus = 409
 
+/** Where a key stands, as an operator who settles it sees it. */
+export interface KeyState {
+  readonly scope: IdempotencyScope
+  readonly ref: unknown
+  /** `pending`: a live request holds it; `abandoned`: its process died; `outcome_unknown`; `done`: it has its answer. */
+  readonly state: "pending" | "abandoned" | "outcome_unknown" | "done"
+}
+
 /** An abandoned key that has an identifier on record: what the process that settles it needs. */
 export interface Abandoned {
   readonly companyId: number
@@ -86,6 +94,14 @@ export class Idempotency extends Context.Service<Idempotency, {
    * (the `ref` stays in the body). A no-op unless the key is still pending and abandoned.
    */
   outcomeUnknown(scope: IdempotencyScope): Effect.Effect<void>
+  /**
+   * Settles, as a companion write (a CTE named `key_settled`), every key of the company that points to `ref`
+   * (its recorded body contains it) and has no outcome yet: abandoned, or `outcome_unknown`. A key a live
+   * request still holds is left to that request.
+   */
+  settling(companyId: number, ref: Record<string, unknown>, status: number, body: unknown): Statement.Fragment
+  /** The company's live keys with this value (one per user and endpoint that used it). */
+  byKey(companyId: number, key: string): Effect.Effect<ReadonlyArray<KeyState>>
   /** Pending keys past the deadline plus the lease, oldest first: for the owner of what they point to to settle. */
   abandoned(limit: number): Effect.Effect<ReadonlyArray<Abandoned>>
   /** Deadline plus lease: a pending key older than this belongs to a process that died. */
@@ -160,6 +176,41 @@ export class Idempotency extends Context.Service<Idempotency, {
           WHERE user_id = ${scope.userId} AND endpoint = ${scope.endpoint} AND key = ${scope.key}
             AND state = 'pending' AND created_at <= now() - ${abandonedAfter}::interval`.pipe(Effect.asVoid, Effect.orDie)
 
+      // Literal constants: the partial index of migration 0135 is chosen only for a predicate it can see.
+      const unsettled = sql`(
+        (state = 'pending' AND created_at <= now() - ${abandonedAfter}::interval)
+        OR (state = 'done' AND response_status = 409 AND response_body->>'reason' = 'outcome_unknown')
+      )`
+
+      const settling = (companyId: number, ref: Record<string, unknown>, status: number, body: unknown) =>
+        sql`key_settled AS (
+          UPDATE idempotency_keys SET state = 'done', response_status = ${status}, response_body = ${JSON.stringify(body)}::jsonb
+          WHERE company_id = ${companyId} AND response_body @> ${JSON.stringify(ref)}::jsonb
+            AND created_at > now() - ${ttl}::interval AND ${unsettled}
+        )`
+
+      const byKey = (companyId: number, key: string) =>
+        sql<{ user_id: number; endpoint: string; key: string; state: "pending" | "done"; response_status: number | null; response_body: unknown; abandoned: boolean }>`
+          SELECT user_id, endpoint, key, state, response_status, response_body,
+                 created_at <= now() - ${abandonedAfter}::interval AS abandoned
+          FROM idempotency_keys
+          WHERE company_id = ${companyId} AND key = ${key} AND created_at > now() - ${ttl}::interval
+          ORDER BY created_at`.pipe(
+          Effect.map((rows) =>
+            rows.map((row): KeyState => {
+              const body = row.response_body
+              const unknown = row.state === "done" && row.response_status === outcomeUnknownStatus &&
+                Predicate.isObject(body) && "reason" in body && body.reason === outcomeUnknownReason
+              return {
+                scope: { userId: Number(row.user_id), endpoint: row.endpoint, key: row.key },
+                ref: body,
+                state: row.state === "pending" ? (row.abandoned ? "abandoned" : "pending") : unknown ? "outcome_unknown" : "done"
+              }
+            })
+          ),
+          Effect.orDie
+        )
+
       const abandoned = (limit: number) =>
         sql<{ company_id: number; user_id: number; endpoint: string; key: string; response_body: unknown }>`
           SELECT company_id, user_id, endpoint, key, response_body FROM idempotency_keys
@@ -184,7 +235,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         )
       )
 
-      return Idempotency.of({ lookup, claiming, complete, completion, outcomeUnknown, abandoned, abandonedAfterMs })
+      return Idempotency.of({ lookup, claiming, complete, completion, outcomeUnknown, settling, byKey, abandoned, abandonedAfterMs })
     })
   )
 }

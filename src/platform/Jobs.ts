@@ -1,6 +1,7 @@
-import { Cause, Clock, Context, Data, DateTime, Duration, Effect, FiberSet, Layer, Option, Predicate, PubSub, Schema, type Scope } from "effect"
+import { Cause, Clock, Context, Data, DateTime, Duration, Effect, Fiber, FiberSet, Layer, Option, Predicate, PubSub, Schema, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { drainBudgetMs, wallSleep } from "./Shutdown.ts"
 
 /** The job is no longer this runner's: its lease ran out and another runner adopted it. */
 export class JobLeaseLost extends Data.TaggedError("JobLeaseLost")<{ readonly id: number }> {}
@@ -79,6 +80,9 @@ export const jobHandler = <P, Pr, R>(
 /** How often a runner looks for jobs to adopt (handed back at shutdown, or whose runner died). */
 export const adoptEvery = Duration.seconds(30)
 
+/** At shutdown, how long a runner lets its running jobs finish before it hands the rest back (less if the process's budget is short). */
+export const drainFor = Duration.seconds(3)
+
 interface ClaimedRow {
   readonly id: number
   readonly company_id: number
@@ -129,10 +133,11 @@ export class Jobs extends Context.Service<Jobs, {
 
   /**
    * The runner: claims due jobs of the registered kinds (up to each kind's concurrency), adopts
-   * jobs whose lease ran out, hands its jobs back when its scope closes. Claims are one statement
+   * jobs whose lease ran out. When its scope closes it stops claiming, lets running jobs finish for
+   * up to `drain` (default `drainFor`) and hands the rest back. Claims are one statement
    * (`FOR UPDATE SKIP LOCKED`), so runners of several processes share the table.
    */
-  static readonly runner = <R>(handlers: ReadonlyArray<JobHandler<R>>) =>
+  static readonly runner = <R>(handlers: ReadonlyArray<JobHandler<R>>, options?: { readonly drain?: Duration.Input }) =>
     Layer.effectDiscard(Effect.gen(function*() {
       const jobs = yield* Jobs
       const sql = yield* SqlClient.SqlClient
@@ -229,18 +234,23 @@ export class Jobs extends Context.Service<Jobs, {
         )
       }
 
+      let stopping = false
       const poll = Effect.gen(function*() {
         let claimed = true
-        while (claimed) {
+        while (claimed && !stopping) {
           claimed = false
           for (const entry of kinds) {
-            if (entry.running >= entry.kind.concurrency) continue
+            if (entry.running >= entry.kind.concurrency || stopping) continue
             const owner = randomUUID()
-            const row = yield* claim(entry.kind, owner)
-            if (Option.isNone(row)) continue
-            claimed = true
-            entry.running++
-            yield* FiberSet.run(fibers, work(entry, row.value, owner))
+            // A claim is not cut from the fiber that works it: a stop between them would leave the job leased by nobody.
+            const started = yield* Effect.uninterruptible(Effect.gen(function*() {
+              const row = yield* claim(entry.kind, owner)
+              if (Option.isNone(row)) return false
+              entry.running++
+              yield* FiberSet.run(fibers, Effect.interruptible(work(entry, row.value, owner)))
+              return true
+            }))
+            claimed ||= started
           }
         }
       })
@@ -256,11 +266,29 @@ export class Jobs extends Context.Service<Jobs, {
         return Duration.min(adoptEvery, Duration.millis(Math.max(0, due.getTime() - now.getTime())))
       })
 
-      yield* Effect.forkScoped(Effect.forever(
+      const polling = yield* Effect.forkScoped(Effect.forever(
         Effect.andThen(poll, pause).pipe(
           Effect.catchCause((cause) => Effect.as(Effect.logWarning("job polling failed", cause), adoptEvery)),
           Effect.flatMap((wait) => Effect.timeoutOption(PubSub.take(wakeups), wait))
         )
       ))
+
+      // Runs before the fiber set's own finalizer, which interrupts what is still running: each such job is handed back.
+      const drain = Duration.toMillis(Duration.fromInputUnsafe(options?.drain ?? drainFor))
+      yield* Effect.addFinalizer(() =>
+        Effect.gen(function*() {
+          stopping = true
+          yield* Fiber.interrupt(polling)
+          const running = yield* FiberSet.size(fibers)
+          if (running === 0) return
+          const budget = drainBudgetMs(drain)
+          const finished = yield* Effect.raceFirst(Effect.as(FiberSet.awaitEmpty(fibers), true), Effect.as(wallSleep(budget), false))
+          if (!finished) {
+            yield* Effect.logInfo("jobs still running at shutdown are handed back").pipe(
+              Effect.annotateLogs({ running: yield* FiberSet.size(fibers), waited_ms: budget })
+            )
+          }
+        })
+      )
     }))
 }

@@ -1,7 +1,8 @@
-import { Clock, Context, Data, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Option, Redacted, type Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { createTransport } from "nodemailer"
 import { AppConfig } from "./Config.ts"
+import { drainBudgetMs, wallSleep } from "./Shutdown.ts"
 
 export interface Mail {
   readonly to: string
@@ -99,20 +100,22 @@ interface OutboxRow {
 }
 
 const claimBatch = 20
+/** At shutdown, how long the mail in its SMTP exchange may take to finish. */
+const mailDrainMs = 3_000
 /** Longer than one SMTP exchange may take (connection, greeting and socket timeouts). */
 const lease = Duration.minutes(2)
 
 /**
- * One pass over the outbox: claims due mails (committed as `sending` before the server is
- * contacted), delivers each and records the outcome. A refused send is retried with doubling
+ * One pass over the outbox: claims due mails one by one (each committed as `sending` before the server
+ * is contacted), delivers each and records the outcome. A refused send is retried with doubling
  * backoff up to `MAIL_MAX_ATTEMPTS`; an accepted one is `sent` and never claimed again. A claim
  * whose lease ran out (its runner died mid-send) may have been accepted, so it becomes `unknown`,
- * not a second send. Returns how many mails were claimed.
+ * not a second send. Uninterruptible but for the SMTP exchange, so a claim is never cut from the exchange
+ * it is for; `running` is asked before each claim. Returns how many mails were claimed.
  */
-export const drainMail = Effect.gen(function*() {
+export const drainMailWhile = (running: () => boolean) => Effect.uninterruptibleMask((restore) => Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const transport = yield* MailTransport
-  const config = yield* AppConfig
   const now = new Date(yield* Clock.currentTimeMillis)
   const lost = yield* sql<{ id: number; to_address: string }>`
     UPDATE outbound_emails SET status = 'unknown', lease_until = NULL, last_error = 'the sender stopped during the SMTP exchange'
@@ -120,21 +123,41 @@ export const drainMail = Effect.gen(function*() {
   for (const row of lost) {
     yield* Effect.logWarning("mail outcome unknown: not sent again").pipe(Effect.annotateLogs({ mail_id: row.id, to: row.to_address }))
   }
-  const claimed = yield* sql<OutboxRow>`
-    UPDATE outbound_emails SET status = 'sending', attempts = attempts + 1, lease_until = ${new Date(now.getTime() + Duration.toMillis(lease))}
-    WHERE id IN (
-      SELECT id FROM outbound_emails WHERE status = 'pending' AND next_attempt_at <= ${now}
-      ORDER BY next_attempt_at, id LIMIT ${claimBatch} FOR UPDATE SKIP LOCKED)
-    RETURNING id, to_address, subject, body, attempts`
-  for (const row of claimed) {
-    const outcome = yield* transport.deliver({ to: row.to_address, subject: row.subject, body: row.body }).pipe(Effect.result)
+  // One claim per mail, just before its exchange: a runner that dies (kill -9) or stops leaves at most the mail
+  // in its SMTP exchange claimed, never a batch of mails it had not begun.
+  let claimed = 0
+  while (claimed < claimBatch && running()) {
+    const at = new Date(yield* Clock.currentTimeMillis)
+    const rows = yield* sql<OutboxRow>`
+      UPDATE outbound_emails SET status = 'sending', attempts = attempts + 1, lease_until = ${new Date(at.getTime() + Duration.toMillis(lease))}
+      WHERE id = (
+        SELECT id FROM outbound_emails WHERE status = 'pending' AND next_attempt_at <= ${at}
+        ORDER BY next_attempt_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING id, to_address, subject, body, attempts`
+    const row = rows[0]
+    if (row === undefined) break
+    claimed++
+    // Interruptible only during the exchange (it stays `sending`: it may have been accepted); an accepted mail's outcome is always recorded.
+    const outcome = yield* Effect.result(restore(transport.deliver({ to: row.to_address, subject: row.subject, body: row.body })))
+    yield* record(row, outcome)
+  }
+  return claimed
+})).pipe(Effect.withSpan("Mail.drain"))
+
+export const drainMail = drainMailWhile(() => true)
+
+const record = (row: OutboxRow, outcome: Result.Result<string, MailRefused>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const transport = yield* MailTransport
+    const config = yield* AppConfig
     const at = new Date(yield* Clock.currentTimeMillis)
     if (outcome._tag === "Success") {
       yield* sql`
         UPDATE outbound_emails SET status = ${transport.kind === "smtp" ? "sent" : "logged"}, sent_at = ${at},
           message_id = ${outcome.success}, lease_until = NULL, last_error = NULL
         WHERE id = ${row.id}`
-      continue
+      return
     }
     const error = outcome.failure
     const final = error.permanent || row.attempts >= config.mailMaxAttempts
@@ -146,16 +169,35 @@ export const drainMail = Effect.gen(function*() {
     yield* (final ? Effect.logError("mail not delivered") : Effect.logWarning("mail refused; will retry")).pipe(
       Effect.annotateLogs({ mail_id: row.id, attempt: row.attempts, error: error.message, ...(final ? {} : { retry_in_ms: delay }) })
     )
-  }
-  return claimed.length
-}).pipe(Effect.withSpan("Mail.drain"))
+  })
 
-/** The mail drain: a sweep every `MAIL_POLL_MS`, at once again while a sweep found a full batch. Register in `src/Background.ts`. */
+/**
+ * The mail drain: a sweep every `MAIL_POLL_MS`, at once again while a sweep found a full batch. At shutdown it
+ * finishes the mail in its SMTP exchange (within the drain budget) and hands the rest of its batch back.
+ * Register in `src/Background.ts`.
+ */
 export const MailDrainLayer = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
-  const sweep: Effect.Effect<void, never, SqlClient.SqlClient | MailTransport | AppConfig> = drainMail.pipe(
-    Effect.flatMap((claimed) => (claimed >= claimBatch ? sweep : Effect.void)),
+  let running = true
+  let sweeping = false
+  const sweep: Effect.Effect<void, never, SqlClient.SqlClient | MailTransport | AppConfig> = drainMailWhile(() => running).pipe(
+    Effect.flatMap((claimed) => (claimed >= claimBatch && running ? sweep : Effect.void)),
     Effect.catchCause((cause) => Effect.logWarning("mail drain sweep failed", cause))
   )
-  yield* Effect.forkScoped(Effect.forever(sweep.pipe(Effect.andThen(Effect.sleep(Duration.millis(config.mailPollMs))))))
+  const loop = Effect.gen(function*() {
+    while (running) {
+      sweeping = true
+      yield* sweep
+      sweeping = false
+      if (running) yield* Effect.sleep(Duration.millis(config.mailPollMs))
+    }
+  })
+  const fiber = yield* Effect.forkScoped(loop)
+  // Before the scope interrupts the loop: a sweep under way may finish its current mail.
+  yield* Effect.addFinalizer(() =>
+    Effect.suspend(() => {
+      running = false
+      return sweeping ? Effect.raceFirst(Effect.asVoid(Fiber.await(fiber)), wallSleep(drainBudgetMs(mailDrainMs))) : Effect.void
+    })
+  )
 })).pipe(Layer.provide(MailTransport.layer))

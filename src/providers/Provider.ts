@@ -29,6 +29,8 @@ export interface OutboundMessage {
   readonly quotedExternalMessageId: string | null
   /** An approved template instead of free-form content (`text` is then the rendered copy we keep). */
   readonly template?: OutboundTemplate
+  /** Ours, opaque to the provider: where it echoes it in status notifications, passed on (`InboundStatus.reference`). */
+  readonly reference?: string
 }
 
 export interface NamedValue {
@@ -151,6 +153,8 @@ export interface InboundStatus {
   readonly externalMessageId: string
   readonly status: "sent" | "delivered" | "read" | "failed"
   readonly error: string | null
+  /** The `OutboundMessage.reference` of the send, where the provider echoes it. */
+  readonly reference?: string | null
 }
 
 /** The user's answer to a call-permission request (or one given unasked, e.g. from the business profile). */

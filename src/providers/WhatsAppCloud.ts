@@ -65,6 +65,7 @@ type WaMessage = typeof WaMessage.Type
 const WaStatus = Schema.Struct({
   id: Schema.String,
   status: Schema.String,
+  biz_opaque_callback_data: Schema.optional(Schema.String),
   errors: Schema.optional(Schema.Array(Schema.Struct({
     code: Schema.optional(Schema.Number),
     title: Schema.optional(Schema.String),
@@ -218,7 +219,8 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
         statuses.push({
           externalMessageId: s.id,
           status: s.status as InboundStatus["status"],
-          error: e === undefined ? null : e.error_data?.details ?? e.message ?? e.title ?? (e.code !== undefined ? `error ${e.code}` : null)
+          error: e === undefined ? null : e.error_data?.details ?? e.message ?? e.title ?? (e.code !== undefined ? `error ${e.code}` : null),
+          reference: s.biz_opaque_callback_data ?? null
         })
       }
     }
@@ -412,7 +414,8 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
           messaging_product: "whatsapp",
           recipient_type: "individual",
           to: message.recipient,
-          ...(message.quotedExternalMessageId !== null ? { context: { message_id: message.quotedExternalMessageId } } : {})
+          ...(message.quotedExternalMessageId !== null ? { context: { message_id: message.quotedExternalMessageId } } : {}),
+          ...(message.reference !== undefined ? { biz_opaque_callback_data: message.reference } : {})
         }
         const done = (id: string): SentMessage => ({ externalMessageId: id, externalThreadId: null, status: "sent" })
         if (message.template !== undefined) {

@@ -133,18 +133,18 @@ describe("WhatsApp webhook normalisation", () => {
     assert.strictEqual(location.messageType, "unsupported_type")
   })
 
-  it("reads statuses with their errors and skips other phone numbers", () => {
+  it("reads statuses with their errors and our echoed reference, and skips other phone numbers", () => {
     const { statuses, messages } = normalizeWebhook(payload({
       metadata,
       statuses: [
-        { id: "wamid.OUT", status: "delivered", timestamp: "1", recipient_id: "1555" },
+        { id: "wamid.OUT", status: "delivered", timestamp: "1", recipient_id: "1555", biz_opaque_callback_data: "crm_message:42" },
         { id: "wamid.OUT2", status: "failed", timestamp: "1", recipient_id: "1555", errors: [{ code: 131047, title: "Re-engagement message", error_data: { details: "24 hours passed" } }] },
         { id: "wamid.OUT3", status: "deleted", timestamp: "1" }
       ]
     }), "PN1", now)
     assert.deepStrictEqual(statuses, [
-      { externalMessageId: "wamid.OUT", status: "delivered", error: null },
-      { externalMessageId: "wamid.OUT2", status: "failed", error: "24 hours passed" }
+      { externalMessageId: "wamid.OUT", status: "delivered", error: null, reference: "crm_message:42" },
+      { externalMessageId: "wamid.OUT2", status: "failed", error: "24 hours passed", reference: null }
     ])
     assert.strictEqual(messages.length, 0)
     const other = normalizeWebhook(payload({

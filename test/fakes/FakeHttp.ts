@@ -63,6 +63,8 @@ export class FakeHttp {
   private server: Server | undefined
   private hanging: Array<ServerResponse> = []
   url = ""
+  /** Every answer waits this long: a slow provider, to keep work in flight. */
+  delayMs = 0
 
   constructor(
     private readonly keyOf: (request: FakeRequest) => string,
@@ -120,6 +122,7 @@ export class FakeHttp {
       return
     }
     const answer = next ?? (await this.route(request))
+    if (this.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.delayMs))
     if (answer.bytes !== undefined) {
       res.writeHead(answer.status, { "content-type": answer.contentType ?? "application/octet-stream" })
       res.end(Buffer.from(answer.bytes))

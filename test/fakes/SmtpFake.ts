@@ -28,6 +28,10 @@ const unfold = (raw: string) => {
 export class SmtpFake {
   readonly received: Array<ReceivedMail> = []
   private readonly refusals: Array<{ code: number; message: string }> = []
+  /** Messages whose DATA arrived and that wait `acceptDelayMs` before the 250 (accepted even if the client is gone by then). */
+  receiving = 0
+  /** How long the server takes to accept a message once its DATA is in: a slow relay. */
+  acceptDelayMs = 0
   private server: SMTPServer | undefined
   port = 0
 
@@ -48,13 +52,21 @@ export class SmtpFake {
         stream.on("data", (chunk: Buffer) => chunks.push(chunk))
         stream.on("end", () => {
           const raw = Buffer.concat(chunks).toString("utf8")
-          this.received.push({
-            from: session.envelope.mailFrom === false ? "" : session.envelope.mailFrom.address,
-            to: session.envelope.rcptTo.map((r) => r.address),
-            raw,
-            ...unfold(raw)
-          })
-          callback()
+          const accept = () => {
+            this.received.push({
+              from: session.envelope.mailFrom === false ? "" : session.envelope.mailFrom.address,
+              to: session.envelope.rcptTo.map((r) => r.address),
+              raw,
+              ...unfold(raw)
+            })
+            callback()
+          }
+          if (this.acceptDelayMs === 0) return accept()
+          this.receiving++
+          setTimeout(() => {
+            this.receiving--
+            accept()
+          }, this.acceptDelayMs)
         })
       }
     })

@@ -1,5 +1,5 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { DateTime, Deferred, Duration, Effect, Exit, Layer, Option, Schema, Scope } from "effect"
+import { DateTime, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Schema, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { randomUUID } from "node:crypto"
@@ -61,10 +61,10 @@ const advanceUntil = <A>(check: Effect.Effect<A | undefined, unknown, SqlClient.
 
 const isStatus = (id: number, status: string) => Effect.map(jobState(id), (s) => (s.status === status ? s : undefined))
 
-const startRunner = (handlers: ReadonlyArray<JobHandler<never>>) =>
+const startRunner = (handlers: ReadonlyArray<JobHandler<never>>, drain: Duration.Input = "200 millis") =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    yield* Layer.buildWithScope(Jobs.runner(handlers), scope)
+    yield* Layer.buildWithScope(Jobs.runner(handlers, { drain }), scope)
     return scope
   })
 
@@ -143,7 +143,37 @@ layer(Database, { timeout: "120 seconds" })("Jobs", (it) => {
         yield* Scope.close(second, Exit.void)
       }).pipe(Effect.provide(Jobs.layer)))
 
-    it.effect("hands its jobs back at shutdown, without counting the attempt, and another runner picks them up at once", () =>
+    it.effect("at shutdown stops claiming and lets a running job finish within the drain time", () =>
+      Effect.gen(function*() {
+        const jobs = yield* Jobs
+        const companyId = yield* newCompany
+        const kind = uniqueKind("drain")
+        const started = yield* Deferred.make<void>()
+        const gate = yield* Deferred.make<void>()
+        const first = yield* startRunner([handler(kind, (job) =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, undefined)
+            yield* Deferred.await(gate)
+            yield* job.complete({ finished: true })
+          }))], "20 seconds")
+        const id = yield* jobs.enqueue(kind, companyId, { n: 1 })
+        yield* Deferred.await(started)
+        const closing = yield* Effect.forkChild(Scope.close(first, Exit.void))
+        yield* settle
+        // Queued after the stop began: not claimed by the stopping runner.
+        const later = yield* jobs.enqueue(kind, companyId, { n: 2 })
+        yield* settle
+        assert.strictEqual((yield* jobState(id)).status, "running")
+        assert.isUndefined(closing.pollUnsafe(), "the runner waits for its running job")
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(closing)
+        const done = yield* jobState(id)
+        assert.deepStrictEqual([done.status, done.result, done.lease_owner], ["finished", { finished: true }, null])
+        const waiting = yield* jobState(later)
+        assert.deepStrictEqual([waiting.status, waiting.attempts, waiting.lease_owner], ["queued", 0, null])
+      }).pipe(Effect.provide(Jobs.layer)))
+
+    it.effect("hands its jobs back at shutdown once the drain time is over, without counting the attempt, and another runner picks them up at once", () =>
       Effect.gen(function*() {
         const jobs = yield* Jobs
         const companyId = yield* newCompany

@@ -1,11 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
+import { TelegramFake } from "../fakes/TelegramFake.ts"
+import { stickerSet, telegramChannel } from "../stickers/telegram.ts"
 import { unique } from "../support/Ids.ts"
 import { answers, freePort, root, sleep } from "../support/Processes.ts"
+import { createCompany, request, type RunningServer } from "../support/TestServer.ts"
 
 // Real server processes (src/main.ts under the Node running the tests), on DATABASE_URL when set.
 
-const launch = async () => {
+const launch = async (extraEnv: Record<string, string> = {}) => {
   const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
   const platformKey = `lifecycle-${unique()}`
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
@@ -18,7 +24,8 @@ const launch = async () => {
       REALTIME_PORT: String(realtimePort),
       RUNNER_PORT: String(runnerPort),
       PLATFORM_API_KEY: platformKey,
-      LOG_LEVEL: "info"
+      LOG_LEVEL: "info",
+      ...extraEnv
     },
     stdio: ["ignore", "pipe", "pipe"]
   })
@@ -29,6 +36,15 @@ const launch = async () => {
     child.once("exit", (code) => resolve({ code, at: Date.now() }))
   )
   return { child, url: `http://127.0.0.1:${port}`, platformKey, output: () => output.slice(-4000), exited }
+}
+
+const untilReady = async (server: Awaited<ReturnType<typeof launch>>) => {
+  const deadline = Date.now() + 90_000
+  while (!(await answers(`${server.url}/ready`, 2_000))) {
+    assert.isBelow(Date.now(), deadline, `not ready:\n${server.output()}`)
+    assert.isNull(server.child.exitCode, server.output())
+    await sleep(100)
+  }
 }
 
 describe("server process lifecycle", () => {
@@ -120,6 +136,52 @@ describe("server process lifecycle", () => {
     } finally {
       if (server.child.exitCode === null) server.child.kill("SIGKILL")
       await server.exited
+    }
+  }, 150_000)
+
+  // Needs the server's database from outside to see the job; embedded mode keeps it in the process.
+  it.runIf(process.env.DATABASE_URL)("on SIGTERM lets a job in flight finish (or hands it back), leaves none leased and exits 0 within 10 s", async () => {
+    const tg = new TelegramFake()
+    await tg.http.start()
+    const db = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(process.env.DATABASE_URL!), maxConnections: 1 }).pipe(Layer.orDie))
+    const jobOf = (companyId: number) =>
+      db.runPromise(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ status: string; lease_owner: string | null; result: { outcome?: string } | null }>`
+          SELECT status, lease_owner, result FROM jobs WHERE kind = 'sticker.import' AND company_id = ${companyId}`
+        return rows[0]
+      }).pipe(Effect.orDie))
+    const server = await launch({ TELEGRAM_API_BASE: tg.http.url })
+    try {
+      await untilReady(server)
+      const asServer = { url: server.url, platformKey: server.platformKey } as unknown as RunningServer
+      const company = await createCompany(asServer)
+      await telegramChannel(asServer, tg, company.token)
+      const set = await stickerSet(tg, ["static", "static"])
+      // A slow Bot API: each sticker (getFile, then the download) takes about 0.4 s, so the import is in flight for a while.
+      tg.http.delayMs = 200
+      const queued = await request(asServer, "POST", "/v1/sticker-packs/import/telegram", { token: company.token, body: { link: set.name } })
+      assert.strictEqual(queued.status, 202, JSON.stringify(queued.body))
+      const deadline = Date.now() + 20_000
+      while ((await jobOf(company.id))?.status !== "running") {
+        assert.isBelow(Date.now(), deadline, `the import never started:\n${server.output()}`)
+        await sleep(20)
+      }
+      const signalled = Date.now()
+      server.child.kill("SIGTERM")
+      const exit = await Promise.race([server.exited, sleep(12_000).then(() => undefined)])
+      assert.isDefined(exit, `still running 12 s after SIGTERM:\n${server.output()}`)
+      assert.strictEqual(exit!.code, 0, server.output())
+      assert.isBelow(exit!.at - signalled, 10_000, server.output())
+      const job = await jobOf(company.id)
+      assert.isNull(job.lease_owner, `left leased: ${JSON.stringify(job)}`)
+      // Two stickers fit in the drain budget: the import finished rather than being handed back.
+      assert.deepStrictEqual([job.status, job.result?.outcome], ["finished", "success"], `${JSON.stringify(job)}\n${server.output()}`)
+    } finally {
+      if (server.child.exitCode === null) server.child.kill("SIGKILL")
+      await server.exited
+      await db.dispose()
+      await tg.http.close()
     }
   }, 150_000)
 })
