@@ -1,4 +1,4 @@
-import { Clock, Data, DateTime, Effect, Option, Schedule, Schema } from "effect"
+import { Clock, Context, Data, DateTime, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId, CurrentActor, type Actor, UserId } from "../auth/Domain.ts"
 import { rolePermissions } from "../auth/Permissions.ts"
@@ -30,7 +30,8 @@ import { evaluate } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import type { Node } from "./Domain.ts"
 import { AutomationsRepo, type RunState } from "./Repo.ts"
-import { RunJob } from "./Runs.ts"
+import { directHoldMs, RunJob } from "./Runs.ts"
+import type { Started } from "./Starter.ts"
 import { factsFrom } from "./Triggers.ts"
 
 /** A step that did not work: transient ones are retried (3 attempts in all), the others fail the run at once. */
@@ -106,8 +107,24 @@ interface RunStateJson {
   readonly segment?: number
 }
 
-/** The `automation.run` job: runs a run's steps from where it stands until it ends or waits. */
-export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
+/**
+ * Runs a run's steps from where it stands until it ends or waits: a first segment at once in the
+ * process that admitted the run (`direct`), later segments and fallbacks as `automation.run` jobs.
+ */
+export class RunExecutor extends Context.Service<RunExecutor, {
+  /**
+   * `fresh`: nothing after the run's checkpoint has been written yet (the segment's first execution).
+   * `jobId`: the segment's queued fallback job, dismissed with the segment's last write.
+   */
+  execute(companyId: CompanyId, runId: string, segment: number, fresh: boolean, jobId: number | null): Effect.Effect<void>
+  /**
+   * A run's first segment, now, in this process; its fallback job is held off while it runs. Should
+   * the hold be lost (the job was claimed, this process stalled), the segment stops and the job's
+   * runner carries on from the steps written.
+   */
+  direct(companyId: CompanyId, started: Started): Effect.Effect<void>
+}>()("crm/automations/RunExecutor") {
+  static readonly layer = Layer.effect(RunExecutor, Effect.gen(function*() {
   const repo = yield* AutomationsRepo
   const ctx = yield* AutomationContextRepo
   const sql = yield* SqlClient.SqlClient
@@ -124,7 +141,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
   const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
   /** `fresh`: the segment's job on its first claim, so no step after the run's checkpoint has been written yet. */
-  const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string, segment: number, fresh: boolean) {
+  const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string, segment: number, fresh: boolean, jobId: number | null) {
     const found = yield* repo.loadRun(companyId, runId)
     if (Option.isNone(found)) return
     const run: RunState = found.value
@@ -132,7 +149,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
     if (((run.state as RunStateJson).segment ?? 0) !== segment) return
     const nodes = new Map(run.nodes.map((n) => [n.id, n]))
     const who = yield* ctx.actorOf(companyId, run.created_by)
-    if (Option.isNone(who)) return yield* finish(companyId, run, "failed", "The company has no member to act for.")
+    if (Option.isNone(who)) return yield* finish(companyId, run, "failed", "The company has no member to act for.", jobId)
     const actor = systemActor(companyId, who.value)
     const context = run.context
     const stored = run.state as RunStateJson
@@ -159,13 +176,13 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
       }
       const done = fresh ? Option.none() : yield* repo.step(companyId, runId, nodeId, visit)
       if (Option.isSome(done)) {
-        if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error)
+        if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error, jobId)
         advance(done.value.output, handleOf(actionId, done.value.output))
         continue
       }
       const startedAt = yield* nowDate
       if (actionId === "wait") {
-        const wake = new Date(wakeAt(node.data as WaitData, startedAt.getTime(), actor.account.timezone))
+        const wake = new Date(wakeAt(node.data as WaitData, startedAt.getTime(), run.timezone))
         const output = { resume_at: wake.toISOString() }
         advance(output, null)
         state.segment = segment + 1
@@ -178,6 +195,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
             wake
           )
           yield* jobs.enqueue(RunJob, companyId, { runId, segment: segment + 1 }, { runAfter: DateTime.fromDateUnsafe(wake) })
+          if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
         }).pipe(sql.withTransaction, Effect.orDie)
         return
       }
@@ -194,7 +212,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
       const finishedAt = yield* nowDate
       if (result._tag === "Failure") {
         yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt })
-        return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`)
+        return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`, jobId)
       }
       const output = capped(result.success.output)
       advance(output, handleOf(actionId, output))
@@ -207,13 +225,13 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
       )
       yield* result.success.commit === Effect.void ? record : Effect.andThen(result.success.commit, record).pipe(sql.withTransaction, Effect.orDie)
     }
-    return yield* finish(companyId, run, "succeeded", null)
+    return yield* finish(companyId, run, "succeeded", null, jobId)
   })
 
   const handleOf = (actionId: string, output: unknown) =>
     actionId === "condition" ? String((output as { result?: unknown } | null)?.result === true) : null
 
-  const finish = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, status: "succeeded" | "failed", error: string | null) {
+  const finish = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, status: "succeeded" | "failed", error: string | null, jobId: number | null) {
     const at = yield* nowDate
     yield* Effect.gen(function*() {
       yield* repo.finishRun(companyId, run.id, status, error, at)
@@ -225,6 +243,7 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
         error,
         duration_ms: at.getTime() - run.started_at.getTime()
       })
+      if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
     }).pipe(sql.withTransaction, Effect.orDie)
   })
 
@@ -458,5 +477,28 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
     }
   }
 
-  return (job) => execute(CompanyId.make(job.companyId), job.payload.runId, job.payload.segment, job.attempt === 1)
+  const hold = (companyId: CompanyId, jobId: number) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => jobs.postpone(companyId, jobId, DateTime.makeUnsafe(now + directHoldMs)))
+
+  // Renews the hold until it is lost, then ends (which stops the segment racing it).
+  const keepHold = (companyId: CompanyId, jobId: number): Effect.Effect<void> =>
+    Effect.sleep(directHoldMs / 3).pipe(
+      Effect.andThen(hold(companyId, jobId)),
+      Effect.flatMap((held) => (held ? keepHold(companyId, jobId) : Effect.logWarning("automation run handed to its fallback job", { job: jobId })))
+    )
+
+  const direct = Effect.fnUntraced(function*(companyId: CompanyId, started: Started) {
+    // Waited long for a slot: the hold is renewed first, and a job a runner already took is left to it.
+    if ((yield* Clock.currentTimeMillis) - started.enqueuedAt > directHoldMs / 3 && !(yield* hold(companyId, started.jobId))) return
+    yield* Effect.raceFirst(execute(companyId, started.runId, 0, true, started.jobId), keepHold(companyId, started.jobId))
+  })
+
+  return RunExecutor.of({ execute, direct })
+  }))
+}
+
+/** The `automation.run` job. A first segment's job is a fallback: steps of the in-process run may be written already. */
+export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
+  const executor = yield* RunExecutor
+  return (job) => executor.execute(CompanyId.make(job.companyId), job.payload.runId, job.payload.segment, job.attempt === 1 && job.payload.segment > 0, job.id)
 }))

@@ -124,6 +124,8 @@ export interface RunState {
   readonly state: { readonly pending: ReadonlyArray<string>; readonly visits: Record<string, number>; readonly outputs: Record<string, unknown> }
   readonly started_at: Date
   readonly created_by: number | null
+  /** Where `wait {until}` reads the time of day: the contact's timezone, else the company's. */
+  readonly timezone: string
   readonly nodes: ReadonlyArray<Node>
   readonly edges: ReadonlyArray<Edge>
 }
@@ -213,14 +215,24 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           VALUES (${input.id}, ${companyId}, ${input.name}, ${input.description}, ${input.status}, ${input.userId}, ${input.userId})`.pipe(Effect.asVoid, Effect.orDie)
 
       const update = (companyId: CompanyId, id: string, patch: { name?: string; description?: string | null; status?: AutomationStatus }, userId: number) =>
-        sql<{ id: string }>`
-          UPDATE automations SET
-            name = COALESCE(${patch.name ?? null}, name),
-            description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
-            status = COALESCE(${patch.status ?? null}, status),
-            active_version_id = CASE WHEN COALESCE(${patch.status ?? null}, status) = 'active' THEN latest_version_id ELSE active_version_id END,
-            updated_by = ${userId}, updated_at = now()
-          WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+        Effect.gen(function*() {
+          const rows = yield* sql<{ id: string }>`
+            UPDATE automations SET
+              name = COALESCE(${patch.name ?? null}, name),
+              description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
+              status = COALESCE(${patch.status ?? null}, status),
+              active_version_id = CASE WHEN COALESCE(${patch.status ?? null}, status) = 'active' THEN latest_version_id ELSE active_version_id END,
+              updated_by = ${userId}, updated_at = now()
+            WHERE company_id = ${companyId} AND id = ${id} RETURNING id`
+          if (rows.length > 0 && patch.status === "active") {
+            // The trigger consumer's cursor starts at the company's current event when its first automation goes live.
+            yield* sql`
+              INSERT INTO automation_trigger_cursors (company_id, cursor_seq)
+              SELECT id, event_seq FROM companies WHERE id = ${companyId}
+              ON CONFLICT (company_id) DO NOTHING`
+          }
+          return rows.length > 0
+        }).pipe(Effect.orDie)
 
       const remove = (companyId: CompanyId, id: string) =>
         sql<{ id: string }>`DELETE FROM automations WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(
@@ -306,10 +318,13 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
 
       const loadRun = (companyId: CompanyId, runId: string) =>
         sql<RunState>`
-          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges
+          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges,
+            COALESCE(NULLIF(ct.timezone, ''), co.timezone, 'UTC') AS timezone
           FROM automation_runs r
           JOIN automation_versions v ON v.company_id = r.company_id AND v.id = r.version_id
           JOIN automations a ON a.company_id = r.company_id AND a.id = r.automation_id
+          JOIN companies co ON co.id = r.company_id
+          LEFT JOIN contacts ct ON ct.company_id = r.company_id AND ct.id = r.contact_id
           WHERE r.company_id = ${companyId} AND r.id = ${runId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
 
       const step = (companyId: CompanyId, runId: string, nodeId: string, visit: number) =>
@@ -352,6 +367,37 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
         recentRuns, insertRun, loadRun, step, insertStep, saveState, recordStep, finishRun
       })
+    })
+  )
+}
+
+/**
+ * The trigger consumer's cursors over the event log. The consumer reads every company's events, so
+ * these statements run across companies, each row naming its own.
+ */
+export class TriggerCursorsRepo extends Context.Service<TriggerCursorsRepo, {
+  /** Companies with events after their cursor: what a runner that starts replays, up to `head`. */
+  readonly behind: Effect.Effect<ReadonlyArray<{ readonly companyId: number; readonly cursor: number; readonly head: number }>>
+  /** Moves cursors forward (never back); a company without a cursor row has nothing to keep. */
+  advance(cursors: ReadonlyArray<{ readonly companyId: number; readonly seq: number }>): Effect.Effect<void>
+}>()("crm/automations/TriggerCursorsRepo") {
+  static readonly layer = Layer.effect(
+    TriggerCursorsRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const behind = sql<{ company_id: number; cursor_seq: number; event_seq: number }>`
+        SELECT t.company_id, t.cursor_seq, c.event_seq FROM automation_trigger_cursors t JOIN companies c ON c.id = t.company_id
+        WHERE c.event_seq > t.cursor_seq`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ companyId: Number(r.company_id), cursor: Number(r.cursor_seq), head: Number(r.event_seq) }))),
+        Effect.orDie
+      )
+      const advance = (cursors: ReadonlyArray<{ readonly companyId: number; readonly seq: number }>) =>
+        cursors.length === 0 ? Effect.void : sql`
+          UPDATE automation_trigger_cursors t SET cursor_seq = v.seq, updated_at = now()
+          FROM jsonb_to_recordset(${JSON.stringify(cursors.map((c) => ({ company_id: c.companyId, seq: c.seq })))}::jsonb)
+            AS v(company_id bigint, seq bigint)
+          WHERE t.company_id = v.company_id AND t.cursor_seq < v.seq`.pipe(Effect.asVoid, Effect.orDie)
+      return TriggerCursorsRepo.of({ behind, advance })
     })
   )
 }
