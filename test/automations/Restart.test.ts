@@ -1,10 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { freshDatabase } from "../integrations/support.ts"
 import { createChannel, inbound } from "../messages/support.ts"
+import { onDatabase } from "../support/Databases.ts"
 import { type ServerProcess, spawnServer } from "../support/Processes.ts"
 import { createCompany, request, type TestServer } from "../support/TestServer.ts"
-import { actionNode, activeAutomation, chain, ok, runsOf, trigger, waitFor } from "./support.ts"
+import { actionNode, activeAutomation, chain, ok, runsOf, sleep, trigger, waitFor } from "./support.ts"
 
 const platformKey = `automations-platform-key-${Math.random().toString(36).slice(2)}`
 const asTestServer = (p: ServerProcess): TestServer => ({ url: p.url, platformKey, close: async () => {} })
@@ -59,4 +62,66 @@ describe.runIf(process.env.DATABASE_URL)("an automation run across a kill -9", (
     assert.strictEqual(texts.split("Thanks, we got it.").length - 1, 1, texts)
     assert.strictEqual((await runsOf(after, company.token, automation.id)).length, 1)
   }, 240_000)
+
+  it("starts the run of an inbound message whose server died after the commit and before the run row", async () => {
+    const env = { DATABASE_URL: database.url, CLUSTER: "single", PLATFORM_API_KEY: platformKey }
+    const first = await spawnServer("automations-3", env, { readyTimeoutMs: 90_000 })
+    processes.push(first)
+    const server = asTestServer(first)
+    const company = await createCompany(server)
+    const channelId = await createChannel(server as any, company.token, "msgr_b")
+    const automation = await activeAutomation(server, company.token, chain([
+      actionNode("hello", "send-message", { text: "Replayed hello." })
+    ]), [trigger("message.created")])
+
+    // Run rows cannot be written while this transaction holds the table: the consumer blocks on its insert.
+    const locked = Deferred.makeUnsafe<void>()
+    const release = Deferred.makeUnsafe<void>()
+    const holder = onDatabase(database.url, Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE automation_runs IN EXCLUSIVE MODE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(release)
+        return yield* Effect.fail("rolled back")
+      }))
+    }).pipe(Effect.ignore))
+    await Effect.runPromise(Deferred.await(locked))
+    const received = await inbound(server as any, company.token, channelId, { from: { external_id: "lost-1", name: "Lou" }, text: "hi" })
+    await waitFor("the run insert to block", async () => {
+      const [row] = await onDatabase(database.url, Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO automation_runs%'`
+      }))
+      return row.n > 0 ? true : undefined
+    }, 20_000)
+    process.kill(first.pid!, "SIGKILL")
+    await first.stop(1_000)
+    await Effect.runPromise(Deferred.succeed(release, undefined))
+    await holder
+    await sleep(300)
+    const lost = await onDatabase(database.url, Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM automation_runs WHERE automation_id = ${automation.id}`
+    }))
+    assert.strictEqual(lost[0].n, 0, "the dead server wrote no run")
+
+    const second = await spawnServer("automations-4", env, { readyTimeoutMs: 90_000 })
+    processes.push(second)
+    const after = asTestServer(second)
+    const done = await waitFor("the replayed run to finish", async () => {
+      const [run] = await runsOf(after, company.token, automation.id)
+      return run?.status === "succeeded" || run?.status === "failed" ? run : undefined
+    }, 30_000)
+    assert.strictEqual(done.status, "succeeded", JSON.stringify(done))
+    assert.strictEqual((await runsOf(after, company.token, automation.id)).length, 1)
+    const sent = await onDatabase(database.url, Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      return yield* sql<{ message_content: string }>`
+        SELECT message_content FROM messages WHERE conversation_id = ${received.conversation_id} AND direction = 'outbound'`
+    }))
+    assert.deepStrictEqual(sent.map((m) => m.message_content), ["Replayed hello."])
+  }, 120_000)
 })
