@@ -121,11 +121,12 @@ const main = async () => {
       await Promise.all(pending)
       const achieved = total / ((performance.now() - started) / 1000)
       const ids = [...sentAt.keys()]
-      let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date }> = []
+      let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date; admitted: Date; first: Date }> = []
       const drainUntil = Date.now() + 60_000
       while (Date.now() < drainUntil) {
         rows = await query(url, `
-          SELECT (r.context->>'message_id')::bigint::int AS message_id, count(*)::int AS steps, max(s.finished_at) AS last
+          SELECT (r.context->>'message_id')::bigint::int AS message_id, count(*)::int AS steps, max(s.finished_at) AS last,
+            max(r.started_at) AS admitted, max(s.started_at) FILTER (WHERE s.node_id = 'c') AS first
           FROM automation_runs r JOIN automation_run_steps s ON s.run_id = r.id AND s.company_id = r.company_id
           WHERE r.company_id = $1 AND (r.context->>'message_id')::bigint = ANY($2::bigint[])
           GROUP BY 1`, [company.id, ids])
@@ -136,7 +137,10 @@ const main = async () => {
       const latencies = done.map((r) => new Date(r.last).getTime() - sentAt.get(Number(r.message_id))!)
       const last = summary(latencies)
       const inS = summary(inboundMs)
-      console.log(`  ${String(rate).padStart(9)} ${achieved.toFixed(0).padStart(10)} ${String(total).padStart(6)} ${String(done.length).padStart(6)} ${fmtMs(inS.p99)} ${fmtMs(last.p50).padStart(8)} ${fmtMs(last.p99).padStart(8)} ${fmtMs(last.max).padStart(8)}`)
+      // Where the time went, p50 of each part: inbound sent → the later run admitted → its first step started → the last step of both ended.
+      const admitted = summary(done.map((r) => new Date(r.admitted).getTime() - sentAt.get(Number(r.message_id))!))
+      const toFirst = summary(done.map((r) => new Date(r.first).getTime() - new Date(r.admitted).getTime()))
+      console.log(`  ${String(rate).padStart(9)} ${achieved.toFixed(0).padStart(10)} ${String(total).padStart(6)} ${String(done.length).padStart(6)} ${fmtMs(inS.p99)} ${fmtMs(last.p50).padStart(8)} ${fmtMs(last.p99).padStart(8)} ${fmtMs(last.max).padStart(8)}   admitted p50 ${fmtMs(admitted.p50)}, admitted→first step p50 ${fmtMs(toFirst.p50)}`)
       if (done.length === total && last.p99 <= 250 && achieved >= rate * 0.95) sustained = rate
       if (done.length < total || last.p99 > 5_000) break
       await sleep(1_000)

@@ -233,18 +233,16 @@ export class RunExecutor extends Context.Service<RunExecutor, {
 
   const finish = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, status: "succeeded" | "failed", error: string | null, jobId: number | null) {
     const at = yield* nowDate
-    yield* Effect.gen(function*() {
-      yield* repo.finishRun(companyId, run.id, status, error, at)
-      yield* events.emit(companyId, "automation.run.finished", {
-        automation_id: run.automation_id,
-        run_id: run.id,
-        version_id: run.version_id,
-        status,
-        error,
-        duration_ms: at.getTime() - run.started_at.getTime()
-      })
-      if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
-    }).pipe(sql.withTransaction, Effect.orDie)
+    // The run's end and its event in one statement; the fallback job after it (were it left, it would find the run over).
+    yield* events.emit(companyId, "automation.run.finished", {
+      automation_id: run.automation_id,
+      run_id: run.id,
+      version_id: run.version_id,
+      status,
+      error,
+      duration_ms: at.getTime() - run.started_at.getTime()
+    }, repo.finishRun(companyId, run.id, status, error, at))
+    if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
   })
 
   interface StepInput {

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
 import type { Automation, AutomationStatus, Edge, Node, Run, RunStatus, Step, StoredGraph, Trigger } from "./Domain.ts"
 
@@ -173,16 +173,20 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
   published(companyId: CompanyId): Effect.Effect<ReadonlyArray<PublishedRow>>
   runs(companyId: CompanyId, automationId: string | null, page: number, perPage: number): Effect.Effect<{ items: ReadonlyArray<Run>; total: number }>
   run(companyId: CompanyId, automationId: string, runId: string): Effect.Effect<Option.Option<Run & { steps: ReadonlyArray<Step> }>>
-  recentRuns(companyId: CompanyId, automationId: string, contactId: number, since: Date): Effect.Effect<number>
-  /** false when the event already started a run of this automation (another runner saw it too). */
-  insertRun(companyId: CompanyId, run: NewRun): Effect.Effect<boolean>
+  /**
+   * Writes the run, `cancelled` with `guard.skipped` as its error when its contact started `guard.limit`
+   * runs of the automation since `guard.since` (the loop guard), in one statement. Null when the event
+   * already started a run of this automation (replayed, or another runner saw it too).
+   */
+  admitRun(companyId: CompanyId, run: NewRun, guard: { readonly since: Date; readonly limit: number; readonly skipped: string }): Effect.Effect<RunStatus | null>
   loadRun(companyId: CompanyId, runId: string): Effect.Effect<Option.Option<RunState>>
   step(companyId: CompanyId, runId: string, nodeId: string, visit: number): Effect.Effect<Option.Option<{ status: Step["status"]; output: unknown; error: string | null }>>
   insertStep(companyId: CompanyId, step: NewStep): Effect.Effect<void>
   saveState(companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
   /** The step row and the run's state after it, in one statement. */
   recordStep(companyId: CompanyId, step: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
-  finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Effect.Effect<void>
+  /** The run's end, as a data-modifying CTE to write with the event that announces it. */
+  finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Statement.Fragment
 }>()("crm/automations/AutomationsRepo") {
   static readonly layer = Layer.effect(
     AutomationsRepo,
@@ -298,23 +302,27 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           WHERE company_id = ${companyId} AND automation_id = ${automationId} AND contact_id = ${contactId}
             AND status <> 'cancelled' AND started_at > ${since}`.pipe(Effect.map((rows) => rows[0].n), Effect.orDie)
 
-      const insertRun = (companyId: CompanyId, r: NewRun) =>
-        Effect.gen(function*() {
-          const rows = yield* sql<{ id: string }>`
+      const admitRun = (companyId: CompanyId, r: NewRun, guard: { readonly since: Date; readonly limit: number; readonly skipped: string }) =>
+        sql<{ status: RunStatus }>`
+          WITH recent AS (
+            SELECT count(*)::int AS n FROM automation_runs
+            WHERE company_id = ${companyId} AND automation_id = ${r.automationId} AND contact_id = ${r.contactId}
+              AND status <> 'cancelled' AND started_at > ${guard.since}
+          ), ins AS (
             INSERT INTO automation_runs (id, company_id, automation_id, version_id, contact_id, trigger_event, trigger_event_id, status,
               trigger_payload, context, state, error, started_at, finished_at)
-            VALUES (${r.id}, ${companyId}, ${r.automationId}, ${r.versionId}, ${r.contactId}, ${r.event}, ${r.eventId}, ${r.status},
-              ${json(r.triggerPayload)}::jsonb, ${json(r.context)}::jsonb, ${json(r.state)}::jsonb, ${r.error}, ${r.at},
-              ${r.status === "cancelled" ? r.at : null})
-            ON CONFLICT DO NOTHING RETURNING id`
-          if (rows.length === 0) return false
-          if (r.status !== "cancelled") {
-            yield* sql`
-              UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
-              WHERE company_id = ${companyId} AND id = ${r.automationId}`
-          }
-          return true
-        }).pipe(Effect.orDie)
+            SELECT ${r.id}::uuid, ${companyId}::bigint, ${r.automationId}::uuid, ${r.versionId}::uuid, ${r.contactId}::bigint, ${r.event}::text,
+              ${r.eventId}::bigint, CASE WHEN recent.n >= ${guard.limit}::int THEN 'cancelled' ELSE 'running' END,
+              ${json(r.triggerPayload)}::jsonb, ${json(r.context)}::jsonb, ${json(r.state)}::jsonb,
+              CASE WHEN recent.n >= ${guard.limit}::int THEN ${guard.skipped}::text END, ${r.at}::timestamptz,
+              CASE WHEN recent.n >= ${guard.limit}::int THEN ${r.at}::timestamptz END
+            FROM recent
+            ON CONFLICT DO NOTHING RETURNING status
+          ), counted AS (
+            UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
+            WHERE company_id = ${companyId} AND id = ${r.automationId} AND EXISTS (SELECT 1 FROM ins WHERE status = 'running')
+          )
+          SELECT status FROM ins`.pipe(Effect.map((rows) => rows[0]?.status ?? null), Effect.orDie)
 
       const loadRun = (companyId: CompanyId, runId: string) =>
         sql<RunState>`
@@ -359,13 +367,13 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           WHERE company_id = ${companyId} AND id = ${st.runId}`.pipe(Effect.asVoid, Effect.orDie)
 
       const finishRun = (companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date) =>
-        sql`
+        sql`finished AS (
           UPDATE automation_runs SET status = ${status}, error = ${error}, finished_at = ${at}, resume_at = NULL
-          WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
+          WHERE company_id = ${companyId} AND id = ${runId})`
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        recentRuns, insertRun, loadRun, step, insertStep, saveState, recordStep, finishRun
+        admitRun, loadRun, step, insertStep, saveState, recordStep, finishRun
       })
     })
   )

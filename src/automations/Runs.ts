@@ -1,5 +1,4 @@
 import { Clock, Context, DateTime, Effect, Layer, Schema } from "effect"
-import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { CompanyId } from "../auth/Domain.ts"
 import { Jobs, jobKind } from "../platform/Jobs.ts"
@@ -31,7 +30,7 @@ export const RunJob = jobKind("automation.run", {
 /** How long the fallback job of a first segment run in process is held off, renewed while it runs. */
 export const directHoldMs = 30_000
 
-/** Starting runs: the loop guard, the run row and its first job, in one transaction. */
+/** Starting runs: the loop guard and the run row (one statement), after the run's fallback job. */
 export class Runs extends Context.Service<Runs, {
   /** The run admitted (null: the event already started one, or the loop guard skipped it). */
   start(request: StartRequest): Effect.Effect<Started | null>
@@ -41,44 +40,45 @@ export class Runs extends Context.Service<Runs, {
     Effect.gen(function*() {
       const repo = yield* AutomationsRepo
       const jobs = yield* Jobs
-      const sql = yield* SqlClient.SqlClient
 
       const start = Effect.fn("Runs.start")(function*(request: StartRequest) {
         const companyId = CompanyId.make(request.companyId)
         const at = new Date(yield* Clock.currentTimeMillis)
-        const guarded = request.contactId !== null &&
-          (yield* repo.recentRuns(companyId, request.automationId, request.contactId, new Date(at.getTime() - 3600_000))) >= runsPerContactPerHour
         const id = randomUUID()
-        const started = yield* Effect.gen(function*() {
-          const inserted = yield* repo.insertRun(companyId, {
-            id,
-            automationId: request.automationId,
-            versionId: request.versionId,
-            contactId: request.contactId,
-            event: request.event,
-            eventId: request.eventId,
-            status: guarded ? "cancelled" : "running",
-            triggerPayload: redact(request.context.payload ?? {}),
-            context: request.context,
-            state: { pending: [], visits: {}, outputs: {}, started: false, segment: 0 },
-            error: guarded ? `Skipped: the contact already started ${runsPerContactPerHour} runs of this automation in the last hour.` : null,
-            at
-          })
-          if (!inserted || guarded) return null
-          const jobId = yield* jobs.enqueue(RunJob, companyId, { runId: id, segment: 0 }, {
-            runAfter: DateTime.fromDateUnsafe(new Date(at.getTime() + directHoldMs)),
-            wake: false
-          })
-          return { runId: id, jobId, enqueuedAt: at.getTime() }
-        }).pipe(sql.withTransaction, Effect.orDie)
-        if (guarded) {
+        // The fallback job first, then the run: a run row never lacks its job, and a job whose run was
+        // never written (or was refused) does nothing. Neither needs a transaction of its own.
+        const jobId = yield* jobs.enqueue(RunJob, companyId, { runId: id, segment: 0 }, {
+          runAfter: DateTime.fromDateUnsafe(new Date(at.getTime() + directHoldMs)),
+          wake: false
+        })
+        const status = yield* repo.admitRun(companyId, {
+          id,
+          automationId: request.automationId,
+          versionId: request.versionId,
+          contactId: request.contactId,
+          event: request.event,
+          eventId: request.eventId,
+          status: "running",
+          triggerPayload: redact(request.context.payload ?? {}),
+          context: request.context,
+          state: { pending: [], visits: {}, outputs: {}, started: false, segment: 0 },
+          error: null,
+          at
+        }, {
+          since: new Date(at.getTime() - 3600_000),
+          limit: runsPerContactPerHour,
+          skipped: `Skipped: the contact already started ${runsPerContactPerHour} runs of this automation in the last hour.`
+        })
+        if (status === "running") return { runId: id, jobId, enqueuedAt: at.getTime() }
+        yield* jobs.dismiss(companyId, jobId)
+        if (status === "cancelled") {
           yield* Effect.logWarning("automation run skipped by the loop guard", {
             automation_id: request.automationId,
             contact_id: request.contactId,
             company_id: request.companyId
           })
         }
-        return started
+        return null
       })
 
       return Runs.of({ start })
