@@ -22,7 +22,9 @@ import { benchDatabase, runOn, runSql } from "./support/Database.ts"
 import { runBench, sleep } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
 
-const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "50,100,200,300,400").split(",").map(Number)
+const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "25,50,100,200,300,400").split(",").map(Number).filter((r) => r > 0)
+/** Evaluations timed per case (×10 for the unlistened key): raise it to profile the evaluation. */
+const EVALUATIONS = Number(process.env.BENCH_AUTOMATION_EVALUATIONS ?? 20_000)
 const STAGE_S = Number(process.env.BENCH_AUTOMATION_STAGE_S ?? 4)
 const SENDERS = Number(process.env.BENCH_AUTOMATION_SENDERS ?? 500)
 const AUTOMATIONS = 50
@@ -100,8 +102,8 @@ const main = async () => {
 
     console.log(`  ${AUTOMATIONS} active automations; each inbound matches 2 (condition → add-tag → send-message); ${SENDERS} senders`)
     console.log(`  ${"offered/s".padStart(9)} ${"achieved/s".padStart(10)} ${"msgs".padStart(6)} ${"done".padStart(6)} ${"in p99".padStart(7)} ${"last p50".padStart(8)} ${"last p99".padStart(8)} ${"max".padStart(8)}  (ms)`)
-    let sustained = 0
-    for (const rate of RATES) {
+    /** Inbound messages at `rate` for a stage (open loop): when each was sent, by message id, and each request's time. */
+    const offer = async (rate: number, text: (n: number) => string) => {
       const total = rate * STAGE_S
       const sentAt = new Map<number, number>()
       const inboundMs: Array<number> = []
@@ -113,13 +115,23 @@ const main = async () => {
         if (wait > 1) await sleep(wait)
         const t0 = Date.now()
         const p0 = performance.now()
-        pending.push(inbound(textFor(sent)).then((r) => {
+        pending.push(inbound(text(sent)).then((r) => {
           sentAt.set(Number(r.message_id), t0)
           inboundMs.push(performance.now() - p0)
         }))
       }
       await Promise.all(pending)
-      const achieved = total / ((performance.now() - started) / 1000)
+      return { total, sentAt, inboundMs, achieved: total / ((performance.now() - started) / 1000) }
+    }
+
+    let sustained = 0
+    for (const rate of RATES) {
+      // The same-run baseline: the same inbound load matching no automation (the 50 conditions evaluated, no run).
+      const base = await offer(rate, () => "hello, nothing to match here")
+      const baseS = summary(base.inboundMs)
+      console.log(`  ${String(rate).padStart(9)} ${base.achieved.toFixed(0).padStart(10)} ${String(base.total).padStart(6)} ${"-".padStart(6)} ${fmtMs(baseS.p99)}   (baseline: no match)`)
+      await sleep(500)
+      const { total, sentAt, inboundMs, achieved } = await offer(rate, textFor)
       const ids = [...sentAt.keys()]
       let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date; admitted: Date; first: Date }> = []
       const drainUntil = Date.now() + 60_000
@@ -166,8 +178,8 @@ const main = async () => {
         return ((performance.now() - t) * 1000) / n
       })
       return {
-        none: yield* time(message("hello there, nothing to see"), 20_000, 0),
-        unlistened: yield* time(envelope("contact.updated", { contact_id: 1 }), 100_000, 0),
+        none: yield* time(message("hello there, nothing to see"), EVALUATIONS, 0),
+        unlistened: yield* time(envelope("contact.updated", { contact_id: 1 }), EVALUATIONS * 10, 0),
         two: yield* time(message(textFor(3)), 2_000, 2)
       }
     }).pipe(Effect.provide(TriggerIndex.layer)))
