@@ -359,8 +359,8 @@ export class RunExecutor extends Context.Service<RunExecutor, {
           return {
             output: { contact_id: contactId, tag_id },
             commit: asActor(actor, Effect.gen(function*() {
-              const contact = yield* contacts.get(contactId)
-              const current = contact.tags.map((t) => t.id)
+              // The tag ids alone (one read), not the whole contact: replaceTags checks the contact itself.
+              const current = [...(yield* ctx.tagIds(companyId, contactId))]
               if (adding === current.includes(tag_id)) return
               const tag_ids = adding ? [...current, tag_id] : current.filter((id) => id !== tag_id)
               yield* contacts.replaceTags(contactId, { tag_ids })

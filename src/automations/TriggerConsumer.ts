@@ -9,8 +9,12 @@ import { TriggerIndex } from "./Triggers.ts"
 
 /** Events the consumer handles at once; more wait in its subscription. */
 const eventsInFlight = 64
-/** First segments of one company's runs executing at once in this process; more wait, their fallback jobs held off. */
-export const runsPerCompany = 32
+/**
+ * First segments of one company's runs executing at once in this process; more wait, their fallback
+ * jobs held off. As for the job kind, a burst queues here rather than taking every pooled connection
+ * from the requests (and the other companies) that feed it.
+ */
+export const runsPerCompany = 16
 const flushEveryMs = 200
 const replayPage = 500
 /** Attempts at an event's triggers (a database outage) before it is logged and passed over. */
