@@ -124,13 +124,27 @@ const main = async () => {
       return { total, sentAt, inboundMs, achieved: total / ((performance.now() - started) / 1000) }
     }
 
+    // Load-insensitive costs beside the wall times: this process's CPU (the app and the load generator) and
+    // the database's committed transactions (each statement outside a transaction counts as one).
+    const cost = async () => {
+      await sleep(1_100)
+      const cpu = process.cpuUsage()
+      const [db] = await query<{ xacts: number }>(url, "SELECT xact_commit::int AS xacts FROM pg_stat_database WHERE datname = current_database()")
+      return { cpuMs: (cpu.user + cpu.system) / 1000, xacts: db.xacts }
+    }
+    const perMessage = (from: { cpuMs: number; xacts: number }, to: { cpuMs: number; xacts: number }, n: number) =>
+      ({ cpuMs: (to.cpuMs - from.cpuMs) / n, xacts: (to.xacts - from.xacts) / n })
+    const costs: Array<string> = []
+
     let sustained = 0
     for (const rate of RATES) {
       // The same-run baseline: the same inbound load matching no automation (the 50 conditions evaluated, no run).
+      const c0 = await cost()
       const base = await offer(rate, () => "hello, nothing to match here")
+      const baseCost = perMessage(c0, await cost(), base.total)
       const baseS = summary(base.inboundMs)
       console.log(`  ${String(rate).padStart(9)} ${base.achieved.toFixed(0).padStart(10)} ${String(base.total).padStart(6)} ${"-".padStart(6)} ${fmtMs(baseS.p99)}   (baseline: no match)`)
-      await sleep(500)
+      const c1 = await cost()
       const { total, sentAt, inboundMs, achieved } = await offer(rate, textFor)
       const ids = [...sentAt.keys()]
       let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date; admitted: Date; first: Date }> = []
@@ -146,6 +160,9 @@ const main = async () => {
         await sleep(200)
       }
       const done = rows.filter((r) => r.steps >= 6)
+      const runCost = perMessage(c1, await cost(), total)
+      costs.push(`  ${String(rate).padStart(9)}   cpu ms/msg ${baseCost.cpuMs.toFixed(2)} → ${runCost.cpuMs.toFixed(2)} (×${(runCost.cpuMs / baseCost.cpuMs).toFixed(2)}), ` +
+        `db transactions/msg ${baseCost.xacts.toFixed(1)} → ${runCost.xacts.toFixed(1)} (×${(runCost.xacts / baseCost.xacts).toFixed(2)})`)
       const latencies = done.map((r) => new Date(r.last).getTime() - sentAt.get(Number(r.message_id))!)
       const last = summary(latencies)
       const inS = summary(inboundMs)
@@ -158,6 +175,8 @@ const main = async () => {
       await sleep(1_000)
     }
     console.log(`  sustained (all runs done, p99 to last step ≤ 250 ms): ${sustained} inbound/s`)
+    console.log("  cost per inbound message, no match (baseline) → matching two 3-step runs:")
+    for (const line of costs) console.log(line)
 
     const [account] = await query<{ id: number }>(url, "SELECT id::int AS id FROM contact_accounts WHERE company_id = $1 LIMIT 1", [company.id])
     const envelope = (event: string, data: unknown) => ({ seq: 1, event, company_id: company.id, occurred_at: new Date().toISOString(), data })
