@@ -1,9 +1,11 @@
 /**
  * Automations under inbound load: 50 active automations in one company; every inbound message matches
  * exactly two of them, each a 3-step graph (condition → add-tag → send-message to the sandbox). Inbound
- * messages arrive through the sandbox inbound route at a rising rate (open loop); per stage it reports
- * the inbound rate achieved and the latency from sending the inbound request to the finish of the last
- * step of both runs (p50 / p99), after the backlog drained.
+ * messages arrive through the sandbox inbound route at a rising rate (open loop). Per rate, a same-run
+ * baseline first (the same load matching no automation), then the matching stage: the inbound rate
+ * achieved, the latency from sending the inbound request to the finish of the last step of both runs
+ * (p50 / p99, after the backlog drained) and where it went, and per inbound message the CPU of this
+ * process and the database's committed transactions against the baseline's.
  *
  * Then the trigger evaluation alone (`TriggerIndex.match`, in process, warmed): an inbound message that
  * matches none of the 50 (50 text conditions evaluated), an event key no automation listens to, and a
@@ -12,7 +14,8 @@
  * Goals: ≥ 300 inbound/s with p99 ≤ 250 ms to the last step; a non-matching event ≤ 50 µs.
  *
  *   DATABASE_URL=postgres://… npx tsx bench/automations.ts       a fresh database on that server, dropped at the end
- *   BENCH_AUTOMATION_RATES=50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
+ *   BENCH_AUTOMATION_RATES=25,50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
+ *   BENCH_AUTOMATION_EVALUATIONS=20000 (per evaluation case; BENCH_AUTOMATION_RATES=0 times the evaluation alone)
  */
 import { Effect } from "effect"
 import { TriggerIndex } from "../src/automations/Triggers.ts"
