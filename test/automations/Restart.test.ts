@@ -74,13 +74,14 @@ describe.runIf(process.env.DATABASE_URL)("an automation run across a kill -9", (
       actionNode("hello", "send-message", { text: "Replayed hello." })
     ]), [trigger("message.created")])
 
-    // Run rows cannot be written while this transaction holds the table: the consumer blocks on its insert.
+    // Admission writes the run's fallback job first, then the run row; while this transaction holds the jobs
+    // table the consumer blocks on that first write, so nothing of the run is durable when the server dies.
     const locked = Deferred.makeUnsafe<void>()
     const release = Deferred.makeUnsafe<void>()
     const holder = onDatabase(database.url, Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql.withTransaction(Effect.gen(function*() {
-        yield* sql`LOCK TABLE automation_runs IN EXCLUSIVE MODE`
+        yield* sql`LOCK TABLE jobs IN EXCLUSIVE MODE`
         yield* Deferred.succeed(locked, undefined)
         yield* Deferred.await(release)
         return yield* Effect.fail("rolled back")
@@ -88,12 +89,12 @@ describe.runIf(process.env.DATABASE_URL)("an automation run across a kill -9", (
     }).pipe(Effect.ignore))
     await Effect.runPromise(Deferred.await(locked))
     const received = await inbound(server as any, company.token, channelId, { from: { external_id: "lost-1", name: "Lou" }, text: "hi" })
-    await waitFor("the run insert to block", async () => {
+    await waitFor("the admission to block", async () => {
       const [row] = await onDatabase(database.url, Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         return yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO automation_runs%'`
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO jobs%'`
       }))
       return row.n > 0 ? true : undefined
     }, 20_000)
