@@ -147,9 +147,8 @@ export class RunExecutor extends Context.Service<RunExecutor, {
       if (run.status === "succeeded" || run.status === "failed" || run.status === "cancelled") return
       if (((run.state as RunStateJson).segment ?? 0) !== segment) return
       const nodes = new Map(run.nodes.map((n) => [n.id, n]))
-      const who = yield* ctx.actorOf(companyId, run.created_by)
-      if (Option.isNone(who)) return yield* finish(companyId, run, "failed", "The company has no member to act for.", jobId)
-      const actor = systemActor(companyId, who.value)
+      if (run.actor === null) return yield* finish(companyId, run, "failed", "The company has no member to act for.", jobId)
+      const actor = systemActor(companyId, run.actor)
       const context = run.context
       const stored = run.state as RunStateJson
       const trigger = run.nodes.find((n) => n.type === "trigger")!

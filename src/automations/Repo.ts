@@ -126,6 +126,8 @@ export interface RunState {
   readonly created_by: number | null
   /** Where `wait {until}` reads the time of day: the contact's timezone, else the company's. */
   readonly timezone: string
+  /** Who the steps act as: the automation's creator while a member, else the company's first admin (null: no member). */
+  readonly actor: { readonly userId: number; readonly plan: string; readonly timezone: string; readonly email: string | null; readonly name: string } | null
   readonly nodes: ReadonlyArray<Node>
   readonly edges: ReadonlyArray<Edge>
 }
@@ -327,7 +329,11 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
       const loadRun = (companyId: CompanyId, runId: string) =>
         sql<RunState>`
           SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges,
-            COALESCE(NULLIF(ct.timezone, ''), co.timezone, 'UTC') AS timezone
+            COALESCE(NULLIF(ct.timezone, ''), co.timezone, 'UTC') AS timezone,
+            (SELECT json_build_object('userId', u.id, 'plan', co.plan, 'timezone', u.timezone, 'email', u.email, 'name', u.name)
+              FROM memberships m JOIN users u ON u.id = m.user_id
+              WHERE m.company_id = r.company_id
+              ORDER BY (u.id = a.created_by) DESC, (m.role = 'admin') DESC, u.id LIMIT 1) AS actor
           FROM automation_runs r
           JOIN automation_versions v ON v.company_id = r.company_id AND v.id = r.version_id
           JOIN automations a ON a.company_id = r.company_id AND a.id = r.automation_id
