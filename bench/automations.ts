@@ -1,9 +1,11 @@
 /**
  * Automations under inbound load: 50 active automations in one company; every inbound message matches
  * exactly two of them, each a 3-step graph (condition → add-tag → send-message to the sandbox). Inbound
- * messages arrive through the sandbox inbound route at a rising rate (open loop); per stage it reports
- * the inbound rate achieved and the latency from sending the inbound request to the finish of the last
- * step of both runs (p50 / p99), after the backlog drained.
+ * messages arrive through the sandbox inbound route at a rising rate (open loop). Per rate, a same-run
+ * baseline first (the same load matching no automation), then the matching stage: the inbound rate
+ * achieved, the latency from sending the inbound request to the finish of the last step of both runs
+ * (p50 / p99, after the backlog drained) and where it went, and per inbound message the CPU of this
+ * process and the database's committed transactions against the baseline's.
  *
  * Then the trigger evaluation alone (`TriggerIndex.match`, in process, warmed): an inbound message that
  * matches none of the 50 (50 text conditions evaluated), an event key no automation listens to, and a
@@ -12,7 +14,8 @@
  * Goals: ≥ 300 inbound/s with p99 ≤ 250 ms to the last step; a non-matching event ≤ 50 µs.
  *
  *   DATABASE_URL=postgres://… npx tsx bench/automations.ts       a fresh database on that server, dropped at the end
- *   BENCH_AUTOMATION_RATES=50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
+ *   BENCH_AUTOMATION_RATES=25,50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
+ *   BENCH_AUTOMATION_EVALUATIONS=20000 (per evaluation case; BENCH_AUTOMATION_RATES=0 times the evaluation alone)
  */
 import { Effect } from "effect"
 import { TriggerIndex } from "../src/automations/Triggers.ts"
@@ -22,7 +25,9 @@ import { benchDatabase, runOn, runSql } from "./support/Database.ts"
 import { runBench, sleep } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
 
-const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "50,100,200,300,400").split(",").map(Number)
+const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "25,50,100,200,300,400").split(",").map(Number).filter((r) => r > 0)
+/** Evaluations timed per case (×10 for the unlistened key): raise it to profile the evaluation. */
+const EVALUATIONS = Number(process.env.BENCH_AUTOMATION_EVALUATIONS ?? 20_000)
 const STAGE_S = Number(process.env.BENCH_AUTOMATION_STAGE_S ?? 4)
 const SENDERS = Number(process.env.BENCH_AUTOMATION_SENDERS ?? 500)
 const AUTOMATIONS = 50
@@ -100,8 +105,8 @@ const main = async () => {
 
     console.log(`  ${AUTOMATIONS} active automations; each inbound matches 2 (condition → add-tag → send-message); ${SENDERS} senders`)
     console.log(`  ${"offered/s".padStart(9)} ${"achieved/s".padStart(10)} ${"msgs".padStart(6)} ${"done".padStart(6)} ${"in p99".padStart(7)} ${"last p50".padStart(8)} ${"last p99".padStart(8)} ${"max".padStart(8)}  (ms)`)
-    let sustained = 0
-    for (const rate of RATES) {
+    /** Inbound messages at `rate` for a stage (open loop): when each was sent, by message id, and each request's time. */
+    const offer = async (rate: number, text: (n: number) => string) => {
       const total = rate * STAGE_S
       const sentAt = new Map<number, number>()
       const inboundMs: Array<number> = []
@@ -113,19 +118,44 @@ const main = async () => {
         if (wait > 1) await sleep(wait)
         const t0 = Date.now()
         const p0 = performance.now()
-        pending.push(inbound(textFor(sent)).then((r) => {
+        pending.push(inbound(text(sent)).then((r) => {
           sentAt.set(Number(r.message_id), t0)
           inboundMs.push(performance.now() - p0)
         }))
       }
       await Promise.all(pending)
-      const achieved = total / ((performance.now() - started) / 1000)
+      return { total, sentAt, inboundMs, achieved: total / ((performance.now() - started) / 1000) }
+    }
+
+    // Load-insensitive costs beside the wall times: this process's CPU (the app and the load generator) and
+    // the database's committed transactions (each statement outside a transaction counts as one).
+    const cost = async () => {
+      await sleep(1_100)
+      const cpu = process.cpuUsage()
+      const [db] = await query<{ xacts: number }>(url, "SELECT xact_commit::int AS xacts FROM pg_stat_database WHERE datname = current_database()")
+      return { cpuMs: (cpu.user + cpu.system) / 1000, xacts: db.xacts }
+    }
+    const perMessage = (from: { cpuMs: number; xacts: number }, to: { cpuMs: number; xacts: number }, n: number) =>
+      ({ cpuMs: (to.cpuMs - from.cpuMs) / n, xacts: (to.xacts - from.xacts) / n })
+    const costs: Array<string> = []
+
+    let sustained = 0
+    for (const rate of RATES) {
+      // The same-run baseline: the same inbound load matching no automation (the 50 conditions evaluated, no run).
+      const c0 = await cost()
+      const base = await offer(rate, () => "hello, nothing to match here")
+      const baseCost = perMessage(c0, await cost(), base.total)
+      const baseS = summary(base.inboundMs)
+      console.log(`  ${String(rate).padStart(9)} ${base.achieved.toFixed(0).padStart(10)} ${String(base.total).padStart(6)} ${"-".padStart(6)} ${fmtMs(baseS.p99)}   (baseline: no match)`)
+      const c1 = await cost()
+      const { total, sentAt, inboundMs, achieved } = await offer(rate, textFor)
       const ids = [...sentAt.keys()]
-      let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date }> = []
+      let rows: ReadonlyArray<{ message_id: number; steps: number; last: Date; admitted: Date; first: Date }> = []
       const drainUntil = Date.now() + 60_000
       while (Date.now() < drainUntil) {
         rows = await query(url, `
-          SELECT (r.context->>'message_id')::bigint::int AS message_id, count(*)::int AS steps, max(s.finished_at) AS last
+          SELECT (r.context->>'message_id')::bigint::int AS message_id, count(*)::int AS steps, max(s.finished_at) AS last,
+            max(r.started_at) AS admitted, max(s.started_at) FILTER (WHERE s.node_id = 'c') AS first
           FROM automation_runs r JOIN automation_run_steps s ON s.run_id = r.id AND s.company_id = r.company_id
           WHERE r.company_id = $1 AND (r.context->>'message_id')::bigint = ANY($2::bigint[])
           GROUP BY 1`, [company.id, ids])
@@ -133,15 +163,23 @@ const main = async () => {
         await sleep(200)
       }
       const done = rows.filter((r) => r.steps >= 6)
+      const runCost = perMessage(c1, await cost(), total)
+      costs.push(`  ${String(rate).padStart(9)}   cpu ms/msg ${baseCost.cpuMs.toFixed(2)} → ${runCost.cpuMs.toFixed(2)} (×${(runCost.cpuMs / baseCost.cpuMs).toFixed(2)}), ` +
+        `db transactions/msg ${baseCost.xacts.toFixed(1)} → ${runCost.xacts.toFixed(1)} (×${(runCost.xacts / baseCost.xacts).toFixed(2)})`)
       const latencies = done.map((r) => new Date(r.last).getTime() - sentAt.get(Number(r.message_id))!)
       const last = summary(latencies)
       const inS = summary(inboundMs)
-      console.log(`  ${String(rate).padStart(9)} ${achieved.toFixed(0).padStart(10)} ${String(total).padStart(6)} ${String(done.length).padStart(6)} ${fmtMs(inS.p99)} ${fmtMs(last.p50).padStart(8)} ${fmtMs(last.p99).padStart(8)} ${fmtMs(last.max).padStart(8)}`)
+      // Where the time went, p50 of each part: inbound sent → the later run admitted → its first step started → the last step of both ended.
+      const admitted = summary(done.map((r) => new Date(r.admitted).getTime() - sentAt.get(Number(r.message_id))!))
+      const toFirst = summary(done.map((r) => new Date(r.first).getTime() - new Date(r.admitted).getTime()))
+      console.log(`  ${String(rate).padStart(9)} ${achieved.toFixed(0).padStart(10)} ${String(total).padStart(6)} ${String(done.length).padStart(6)} ${fmtMs(inS.p99)} ${fmtMs(last.p50).padStart(8)} ${fmtMs(last.p99).padStart(8)} ${fmtMs(last.max).padStart(8)}   admitted p50 ${fmtMs(admitted.p50)}, admitted→first step p50 ${fmtMs(toFirst.p50)}`)
       if (done.length === total && last.p99 <= 250 && achieved >= rate * 0.95) sustained = rate
       if (done.length < total || last.p99 > 5_000) break
       await sleep(1_000)
     }
     console.log(`  sustained (all runs done, p99 to last step ≤ 250 ms): ${sustained} inbound/s`)
+    console.log("  cost per inbound message, no match (baseline) → matching two 3-step runs:")
+    for (const line of costs) console.log(line)
 
     const [account] = await query<{ id: number }>(url, "SELECT id::int AS id FROM contact_accounts WHERE company_id = $1 LIMIT 1", [company.id])
     const envelope = (event: string, data: unknown) => ({ seq: 1, event, company_id: company.id, occurred_at: new Date().toISOString(), data })
@@ -162,8 +200,8 @@ const main = async () => {
         return ((performance.now() - t) * 1000) / n
       })
       return {
-        none: yield* time(message("hello there, nothing to see"), 20_000, 0),
-        unlistened: yield* time(envelope("contact.updated", { contact_id: 1 }), 100_000, 0),
+        none: yield* time(message("hello there, nothing to see"), EVALUATIONS, 0),
+        unlistened: yield* time(envelope("contact.updated", { contact_id: 1 }), EVALUATIONS * 10, 0),
         two: yield* time(message(textFor(3)), 2_000, 2)
       }
     }).pipe(Effect.provide(TriggerIndex.layer)))

@@ -1,8 +1,9 @@
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { StartRequest } from "../src/automations/Starter.ts"
+import { Schema } from "effect"
+import { StartRequest, Started } from "../src/automations/Starter.ts"
 
-export const Start = Rpc.make("Start", { payload: StartRequest })
+export const Start = Rpc.make("Start", { payload: StartRequest, success: Schema.NullOr(Started) })
 
 /**
  * One per automation (entity id = automation id): starts its runs one at a time, so the loop guard's

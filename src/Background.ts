@@ -11,9 +11,10 @@ import { DispatcherLayer } from "./realtime/Dispatcher.ts"
 import { StickerImportHandler } from "./stickers/Imports.ts"
 import { StickersRepo } from "./stickers/Repo.ts"
 import { Stickers } from "./stickers/Stickers.ts"
-import { RunHandler } from "./automations/Executor.ts"
-import { AutomationTriggersLayer, TriggerIndex } from "./automations/Triggers.ts"
-import { AutomationsRepo } from "./automations/Repo.ts"
+import { RunExecutor, RunHandler } from "./automations/Executor.ts"
+import { TriggerIndex } from "./automations/Triggers.ts"
+import { AutomationTriggersLayer } from "./automations/TriggerConsumer.ts"
+import { AutomationsRepo, TriggerCursorsRepo } from "./automations/Repo.ts"
 import { AutomationContextRepo } from "./automations/ContextRepo.ts"
 import { Outbound } from "./messages/Outbound.ts"
 import { Media } from "./media/Media.ts"
@@ -21,6 +22,10 @@ import { Contacts } from "./contacts/Contacts.ts"
 import { Deals } from "./deals/Deals.ts"
 import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { TemplateSending } from "./templates/Sending.ts"
+
+/** What automation runs act through; one executor serves the job runner and the trigger consumer. */
+const AutomationServices = Layer.mergeAll(AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer)
+const Executor = RunExecutor.layer.pipe(Layer.provide(AutomationServices))
 
 /** Every job kind this process runs; a new kind adds its handler here. */
 const JobRunner = Jobs.runner<
@@ -31,10 +36,14 @@ const JobRunner = Jobs.runner<
   | Effect.Services<typeof StartJobHandler.make>
 >([StickerImportHandler, ExportHandler, ExportExpiryHandler, RunHandler, RunJobHandler, StartJobHandler]).pipe(
   Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer, Broadcasts.layer]),
-  Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer])
+  Layer.provide(Executor),
+  Layer.provide(AutomationServices)
 )
 
-const AutomationTriggers = AutomationTriggersLayer.pipe(Layer.provide(TriggerIndex.layer))
+const AutomationTriggers = AutomationTriggersLayer.pipe(
+  Layer.provide([TriggerIndex.layer, TriggerCursorsRepo.layer, Executor]),
+  Layer.provide(AutomationServices)
+)
 
 /**
  * Every worker and consumer of committed events, in one place. Built before the HTTP server

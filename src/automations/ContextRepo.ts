@@ -10,7 +10,7 @@ interface DealStageRow {
 /**
  * Reads of other areas' rows that trigger conditions and actions need and no service of theirs
  * answers without a signed-in user: the contact behind an account, tags, the first message, a
- * deal's stage, channel types, the creator's timezone and plan.
+ * deal's stage, channel types, an account to send on, assignment.
  */
 export class AutomationContextRepo extends Context.Service<AutomationContextRepo, {
   channelTypes(companyId: CompanyId): Effect.Effect<ReadonlyMap<number, string>>
@@ -23,7 +23,6 @@ export class AutomationContextRepo extends Context.Service<AutomationContextRepo
   accountOn(companyId: CompanyId, contactId: number, target: { channelId?: number; channelType?: string }): Effect.Effect<Option.Option<{ channelId: number; accountId: number }>>
   /** Assigns the conversation to a member or a team of the company; false when either is not the company's. */
   assign(companyId: CompanyId, conversationId: number, to: { userId?: number | undefined; teamId?: number | undefined }): Effect.Effect<boolean>
-  actorOf(companyId: CompanyId, userId: number | null): Effect.Effect<Option.Option<{ userId: number; plan: string; timezone: string; email: string | null; name: string }>>
 }>()("crm/automations/AutomationContextRepo") {
   static readonly layer = Layer.effect(
     AutomationContextRepo,
@@ -88,17 +87,7 @@ export class AutomationContextRepo extends Context.Service<AutomationContextRepo
                 SELECT 1 FROM memberships WHERE company_id = ${companyId} AND user_id = ${to.userId ?? null}))
               AND (${to.teamId ?? null}::bigint IS NULL OR EXISTS (
                 SELECT 1 FROM teams WHERE company_id = ${companyId} AND id = ${to.teamId ?? null}))
-            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie),
-        actorOf: (companyId, userId) =>
-          sql<{ id: number; plan: string; timezone: string; email: string | null; name: string }>`
-            SELECT u.id, c.plan, u.timezone, u.email, u.name FROM companies c
-            JOIN memberships cu ON cu.company_id = c.id
-            JOIN users u ON u.id = cu.user_id
-            WHERE c.id = ${companyId} ${userId === null ? sql`` : sql`AND u.id = ${userId}`}
-            ORDER BY (cu.role = 'admin') DESC, u.id LIMIT 1`.pipe(
-            Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (r) => ({ userId: Number(r.id), plan: r.plan, timezone: r.timezone, email: r.email, name: r.name }))),
-            Effect.orDie
-          )
+            RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
       })
     })
   )

@@ -1,4 +1,4 @@
-import { Clock, Data, DateTime, Effect, Option, Schedule, Schema } from "effect"
+import { Clock, Context, Data, DateTime, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId, CurrentActor, type Actor, UserId } from "../auth/Domain.ts"
 import { rolePermissions } from "../auth/Permissions.ts"
@@ -30,7 +30,8 @@ import { evaluate } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import type { Node } from "./Domain.ts"
 import { AutomationsRepo, type RunState } from "./Repo.ts"
-import { RunJob } from "./Runs.ts"
+import { directHoldMs, RunJob } from "./Runs.ts"
+import type { Started } from "./Starter.ts"
 import { factsFrom } from "./Triggers.ts"
 
 /** A step that did not work: transient ones are retried (3 attempts in all), the others fail the run at once. */
@@ -106,117 +107,131 @@ interface RunStateJson {
   readonly segment?: number
 }
 
-/** The `automation.run` job: runs a run's steps from where it stands until it ends or waits. */
-export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
-  const repo = yield* AutomationsRepo
-  const ctx = yield* AutomationContextRepo
-  const sql = yield* SqlClient.SqlClient
-  const jobs = yield* Jobs
-  const events = yield* Events
-  const outbound = yield* Outbound
-  const media = yield* Media
-  const contacts = yield* Contacts
-  const deals = yield* Deals
-  const http = yield* OutboundHttp
-  const config = yield* AppConfig
-  const templates = yield* TemplateSending
+/**
+ * Runs a run's steps from where it stands until it ends or waits: a first segment at once in the
+ * process that admitted the run (`direct`), later segments and fallbacks as `automation.run` jobs.
+ */
+export class RunExecutor extends Context.Service<RunExecutor, {
+  /**
+   * `fresh`: nothing after the run's checkpoint has been written yet (the segment's first execution).
+   * `jobId`: the segment's queued fallback job, dismissed with the segment's last write.
+   */
+  execute(companyId: CompanyId, runId: string, segment: number, fresh: boolean, jobId: number | null): Effect.Effect<void>
+  /**
+   * A run's first segment, now, in this process; its fallback job is held off while it runs. Should
+   * the hold be lost (the job was claimed, this process stalled), the segment stops and the job's
+   * runner carries on from the steps written.
+   */
+  direct(companyId: CompanyId, started: Started): Effect.Effect<void>
+}>()("crm/automations/RunExecutor") {
+  static readonly layer = Layer.effect(RunExecutor, Effect.gen(function*() {
+    const repo = yield* AutomationsRepo
+    const ctx = yield* AutomationContextRepo
+    const sql = yield* SqlClient.SqlClient
+    const jobs = yield* Jobs
+    const events = yield* Events
+    const outbound = yield* Outbound
+    const media = yield* Media
+    const contacts = yield* Contacts
+    const deals = yield* Deals
+    const http = yield* OutboundHttp
+    const config = yield* AppConfig
+    const templates = yield* TemplateSending
 
-  const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+    const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-  /** `fresh`: the segment's job on its first claim, so no step after the run's checkpoint has been written yet. */
-  const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string, segment: number, fresh: boolean) {
-    const found = yield* repo.loadRun(companyId, runId)
-    if (Option.isNone(found)) return
-    const run: RunState = found.value
-    if (run.status === "succeeded" || run.status === "failed" || run.status === "cancelled") return
-    if (((run.state as RunStateJson).segment ?? 0) !== segment) return
-    const nodes = new Map(run.nodes.map((n) => [n.id, n]))
-    const who = yield* ctx.actorOf(companyId, run.created_by)
-    if (Option.isNone(who)) return yield* finish(companyId, run, "failed", "The company has no member to act for.")
-    const actor = systemActor(companyId, who.value)
-    const context = run.context
-    const stored = run.state as RunStateJson
-    const trigger = run.nodes.find((n) => n.type === "trigger")!
-    const next = (nodeId: string, handle: string | null) =>
-      run.edges.filter((e) => e.source === nodeId && (handle === null || e.sourceHandle === handle)).map((e) => e.target)
-    const state = {
-      pending: stored.started ? [...stored.pending] : next(trigger.id, null),
-      visits: { ...stored.visits },
-      outputs: { ...stored.outputs },
-      segment
-    }
-    if (run.status === "waiting") yield* repo.saveState(companyId, runId, "running", { ...state, started: true }, null)
-
-    while (state.pending.length > 0) {
-      const nodeId = state.pending[0]
-      const node = nodes.get(nodeId)!
-      const actionId = node.actionId ?? "unknown"
-      const visit = (state.visits[nodeId] ?? 0) + 1
-      const advance = (output: unknown, handle: string | null) => {
-        state.pending = [...state.pending.slice(1), ...next(nodeId, handle)]
-        state.visits[nodeId] = visit
-        state.outputs[nodeId] = output
+    const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string, segment: number, fresh: boolean, jobId: number | null) {
+      const found = yield* repo.loadRun(companyId, runId)
+      if (Option.isNone(found)) return
+      const run: RunState = found.value
+      if (run.status === "succeeded" || run.status === "failed" || run.status === "cancelled") return
+      if (((run.state as RunStateJson).segment ?? 0) !== segment) return
+      const nodes = new Map(run.nodes.map((n) => [n.id, n]))
+      if (run.actor === null) return yield* finish(companyId, run, "failed", "The company has no member to act for.", jobId)
+      const actor = systemActor(companyId, run.actor)
+      const context = run.context
+      const stored = run.state as RunStateJson
+      const trigger = run.nodes.find((n) => n.type === "trigger")!
+      const next = (nodeId: string, handle: string | null) =>
+        run.edges.filter((e) => e.source === nodeId && (handle === null || e.sourceHandle === handle)).map((e) => e.target)
+      const state = {
+        pending: stored.started ? [...stored.pending] : next(trigger.id, null),
+        visits: { ...stored.visits },
+        outputs: { ...stored.outputs },
+        segment
       }
-      const done = fresh ? Option.none() : yield* repo.step(companyId, runId, nodeId, visit)
-      if (Option.isSome(done)) {
-        if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error)
-        advance(done.value.output, handleOf(actionId, done.value.output))
-        continue
-      }
-      const startedAt = yield* nowDate
-      if (actionId === "wait") {
-        const wake = new Date(wakeAt(node.data as WaitData, startedAt.getTime(), actor.account.timezone))
-        const output = { resume_at: wake.toISOString() }
-        advance(output, null)
-        state.segment = segment + 1
-        yield* Effect.gen(function*() {
-          yield* repo.recordStep(
-            companyId,
-            { runId, nodeId, visit, actionId, status: "succeeded", attempt: 1, output, error: null, startedAt, finishedAt: startedAt },
-            "waiting",
-            { ...state, started: true },
-            wake
-          )
-          yield* jobs.enqueue(RunJob, companyId, { runId, segment: segment + 1 }, { runAfter: DateTime.fromDateUnsafe(wake) })
-        }).pipe(sql.withTransaction, Effect.orDie)
-        return
-      }
-      let attempt = 0
-      const once = Effect.suspend(() => {
-        attempt++
-        return step(node, { companyId, run, actor, visit, outputs: state.outputs })
-      })
-      const result = yield* once.pipe(
-        Effect.catchDefect((d) => Effect.fail(transient(`Unexpected failure: ${wireMessage(d)}`))),
-        Effect.retry({ while: (e: StepError) => e.transient, times: stepAttempts - 1, schedule: Schedule.exponential("200 millis") }),
-        Effect.result
-      )
-      const finishedAt = yield* nowDate
-      if (result._tag === "Failure") {
-        yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt })
-        return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`)
-      }
-      const output = capped(result.success.output)
-      advance(output, handleOf(actionId, output))
-      const record = repo.recordStep(
-        companyId,
-        { runId, nodeId, visit, actionId, status: "succeeded", attempt, output, error: null, startedAt, finishedAt },
-        "running",
-        { ...state, started: true },
-        null
-      )
-      yield* result.success.commit === Effect.void ? record : Effect.andThen(result.success.commit, record).pipe(sql.withTransaction, Effect.orDie)
-    }
-    return yield* finish(companyId, run, "succeeded", null)
-  })
+      if (run.status === "waiting") yield* repo.saveState(companyId, runId, "running", { ...state, started: true }, null)
 
-  const handleOf = (actionId: string, output: unknown) =>
-    actionId === "condition" ? String((output as { result?: unknown } | null)?.result === true) : null
+      while (state.pending.length > 0) {
+        const nodeId = state.pending[0]
+        const node = nodes.get(nodeId)!
+        const actionId = node.actionId ?? "unknown"
+        const visit = (state.visits[nodeId] ?? 0) + 1
+        const advance = (output: unknown, handle: string | null) => {
+          state.pending = [...state.pending.slice(1), ...next(nodeId, handle)]
+          state.visits[nodeId] = visit
+          state.outputs[nodeId] = output
+        }
+        const done = fresh ? Option.none() : yield* repo.step(companyId, runId, nodeId, visit)
+        if (Option.isSome(done)) {
+          if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error, jobId)
+          advance(done.value.output, handleOf(actionId, done.value.output))
+          continue
+        }
+        const startedAt = yield* nowDate
+        if (actionId === "wait") {
+          const wake = new Date(wakeAt(node.data as WaitData, startedAt.getTime(), run.timezone))
+          const output = { resume_at: wake.toISOString() }
+          advance(output, null)
+          state.segment = segment + 1
+          yield* Effect.gen(function*() {
+            yield* repo.recordStep(
+              companyId,
+              { runId, nodeId, visit, actionId, status: "succeeded", attempt: 1, output, error: null, startedAt, finishedAt: startedAt },
+              "waiting",
+              { ...state, started: true },
+              wake
+            )
+            yield* jobs.enqueue(RunJob, companyId, { runId, segment: segment + 1 }, { runAfter: DateTime.fromDateUnsafe(wake) })
+            if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
+          }).pipe(sql.withTransaction, Effect.orDie)
+          return
+        }
+        let attempt = 0
+        const once = Effect.suspend(() => {
+          attempt++
+          return step(node, { companyId, run, actor, visit, outputs: state.outputs })
+        })
+        const result = yield* once.pipe(
+          Effect.catchDefect((d) => Effect.fail(transient(`Unexpected failure: ${wireMessage(d)}`))),
+          Effect.retry({ while: (e: StepError) => e.transient, times: stepAttempts - 1, schedule: Schedule.exponential("200 millis") }),
+          Effect.result
+        )
+        const finishedAt = yield* nowDate
+        if (result._tag === "Failure") {
+          yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt })
+          return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`, jobId)
+        }
+        const output = capped(result.success.output)
+        advance(output, handleOf(actionId, output))
+        const record = repo.recordStep(
+          companyId,
+          { runId, nodeId, visit, actionId, status: "succeeded", attempt, output, error: null, startedAt, finishedAt },
+          "running",
+          { ...state, started: true },
+          null
+        )
+        yield* result.success.commit === Effect.void ? record : Effect.andThen(result.success.commit, record).pipe(sql.withTransaction, Effect.orDie)
+      }
+      return yield* finish(companyId, run, "succeeded", null, jobId)
+    })
 
-  const finish = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, status: "succeeded" | "failed", error: string | null) {
-    const at = yield* nowDate
-    yield* Effect.gen(function*() {
-      yield* repo.finishRun(companyId, run.id, status, error, at)
+    const handleOf = (actionId: string, output: unknown) =>
+      actionId === "condition" ? String((output as { result?: unknown } | null)?.result === true) : null
+
+    const finish = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, status: "succeeded" | "failed", error: string | null, jobId: number | null) {
+      const at = yield* nowDate
+      // The run's end and its event in one statement; the fallback job after it (were it left, it would find the run over).
       yield* events.emit(companyId, "automation.run.finished", {
         automation_id: run.automation_id,
         run_id: run.id,
@@ -224,239 +239,263 @@ export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
         status,
         error,
         duration_ms: at.getTime() - run.started_at.getTime()
-      })
-    }).pipe(sql.withTransaction, Effect.orDie)
-  })
+      }, repo.finishRun(companyId, run.id, status, error, at))
+      if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
+    })
 
-  interface StepInput {
-    readonly companyId: CompanyId
-    readonly run: RunState
-    readonly actor: Actor
-    readonly visit: number
-    readonly outputs: Record<string, unknown>
-  }
-  /** A step's output, and the writes (if any) that commit with its step row. */
-  interface Done {
-    readonly output: unknown
-    readonly commit: Effect.Effect<void>
-  }
-  const doneWith = (output: unknown): Done => ({ output, commit: Effect.void })
-
-  const asActor = <A, E>(actor: Actor, effect: Effect.Effect<A, E, CurrentActor>) =>
-    effect.pipe(
-      Effect.provideService(CurrentActor, actor),
-      Effect.mapError((e) => permanent(wireMessage(e)))
-    )
-
-  const contactOf = (input: StepInput) => {
-    const id = input.run.context.contact_id
-    return typeof id === "number" ? Effect.succeed(id) : Effect.fail(permanent("The trigger names no contact."))
-  }
-
-  const decode = <A>(schema: Schema.Codec<A, any>, data: unknown) =>
-    Schema.decodeUnknownEffect(schema)(data ?? {}).pipe(Effect.mapError(() => permanent("The step's data is invalid.")))
-
-  const threadFor = Effect.fnUntraced(function*(input: StepInput, data: { channel_id?: number | undefined }, channelType: string | undefined) {
-    const { companyId, run } = input
-    const c = run.context
-    const types = yield* ctx.channelTypes(companyId)
-    const fits = (channelId: number) => channelType === undefined || (types.get(channelId) ?? "").startsWith(channelType)
-    let target: Option.Option<{ channelId: number; accountId: number }> = Option.none()
-    if (typeof c.channel_id === "number" && typeof c.contact_account_id === "number" && (data.channel_id ?? c.channel_id) === c.channel_id && fits(c.channel_id)) {
-      target = Option.some({ channelId: c.channel_id, accountId: c.contact_account_id })
-    } else if (typeof c.contact_id === "number") {
-      const preferred = data.channel_id ?? (typeof c.channel_id === "number" && fits(c.channel_id) ? c.channel_id : undefined)
-      target = yield* ctx.accountOn(companyId, c.contact_id, { ...(preferred !== undefined ? { channelId: preferred } : {}), ...(channelType !== undefined ? { channelType } : {}) })
+    interface StepInput {
+      readonly companyId: CompanyId
+      readonly run: RunState
+      readonly actor: Actor
+      readonly visit: number
+      readonly outputs: Record<string, unknown>
     }
-    if (Option.isNone(target)) return yield* permanent(`The contact has no ${channelType ?? "matching"} conversation to send in.`)
-    const thread = yield* outbound.threadFor(companyId, target.value.channelId, target.value.accountId)
-    if (Option.isNone(thread)) return yield* permanent("The conversation's thread was not found.")
-    return thread.value
-  })
-
-  const keyOf = (input: StepInput, nodeId: string) => `automation:${input.run.id}:${nodeId}:${input.visit}`
-
-  const sendRefusals = <A>(effect: Effect.Effect<A, any>) =>
-    effect.pipe(Effect.catchTags({
-      SendRefusal: (e: { reason: string; message: string }) => Effect.fail(permanent(`${e.reason}: ${e.message}`)),
-      SendUnavailable: (e: { message: string }) => Effect.fail(transient(e.message)),
-      TemplateRefusal: (e: { reason: string; message: string }) => Effect.fail(permanent(`${e.reason}: ${e.message}`))
-    } as any)) as Effect.Effect<A, StepError>
-
-  const step = (node: Node, input: StepInput): Effect.Effect<Done, StepError> => {
-    const { companyId, run, actor } = input
-    const spec = actionById.get(node.actionId ?? "")
-    if (spec === undefined) return Effect.fail(permanent(`Unknown action ${node.actionId}.`))
-    switch (spec.id) {
-      case "msgr_a-send-message":
-      case "msgr_b-send-message":
-      case "send-message":
-        return Effect.gen(function*() {
-          const data = (yield* decode(spec.data, node.data)) as SendData
-          const thread = yield* threadFor(input, data, spec.channelType)
-          const key = keyOf(input, node.id)
-          const attachments = "media_id" in data
-            ? yield* media.resolve(companyId, [{ media_id: data.media_id }]).pipe(Effect.mapError((e) => permanent(e.message)))
-            : []
-          const message = yield* sendRefusals(outbound.deliver({
-            thread,
-            endpoint: "send",
-            companyId,
-            userId: actor.userId,
-            messageType: attachments[0]?.type ?? "text",
-            text: "text" in data ? data.text : null,
-            attachments,
-            quotedMessageId: null,
-            quotedExternalMessageId: null,
-            metadata: { automation_id: run.automation_id, automation_run_id: run.id },
-            idempotency: { key, hash: key }
-          }))
-          return doneWith({ message_id: message.id, conversation_id: message.conversation_id, channel_id: message.channel_id })
-        })
-      case "send-template":
-        return Effect.gen(function*() {
-          const data = (yield* decode(spec.data, node.data)) as TemplateData
-          const thread = yield* threadFor(input, data, undefined)
-          const template = yield* sendRefusals(templates.approved(companyId, {
-            templateId: data.template_id,
-            channelId: thread.channel_id,
-            language: data.language
-          }))
-          const key = keyOf(input, node.id)
-          const message = yield* sendRefusals(templates.deliver({
-            thread,
-            userId: actor.userId,
-            template,
-            variables: data.variables ?? {},
-            idempotency: { key, hash: key },
-            metadata: { automation_id: run.automation_id, automation_run_id: run.id }
-          }))
-          return doneWith({ message_id: message.id, template_id: template.instanceId })
-        })
-      case "add-tag":
-      case "remove-tag":
-        return Effect.gen(function*() {
-          const { tag_id } = yield* decode(TagData, node.data)
-          const contactId = yield* contactOf(input)
-          const adding = spec.id === "add-tag"
-          return {
-            output: { contact_id: contactId, tag_id },
-            commit: asActor(actor, Effect.gen(function*() {
-              const contact = yield* contacts.get(contactId)
-              const current = contact.tags.map((t) => t.id)
-              if (adding === current.includes(tag_id)) return
-              const tag_ids = adding ? [...current, tag_id] : current.filter((id) => id !== tag_id)
-              yield* contacts.replaceTags(contactId, { tag_ids })
-            })).pipe(Effect.orDie)
-          }
-        })
-      case "update-contact-field":
-        return Effect.gen(function*() {
-          const data = yield* decode(ContactFieldData, node.data)
-          const contactId = yield* contactOf(input)
-          yield* asActor(actor, Effect.asVoid(contacts.get(contactId)))
-          return {
-            output: { contact_id: contactId, field: data.field },
-            commit: asActor(actor, contacts.update(contactId, { [data.field]: data.value } as any)).pipe(Effect.asVoid, Effect.orDie)
-          }
-        })
-      case "opt-out-contact":
-        return Effect.gen(function*() {
-          const contactId = yield* contactOf(input)
-          const result = yield* asActor(actor, contacts.setOptOut(contactId, true))
-          return doneWith({ contact_id: contactId, opted_out_at: result.opted_out_at })
-        })
-      case "create-deal":
-        return Effect.gen(function*() {
-          const data = yield* decode(CreateDealData, node.data)
-          const contactId = yield* contactOf(input)
-          // Created with its step row in one transaction: a retried step never makes a second deal.
-          const deal = yield* asActor(actor, deals.create({
-            title: data.title,
-            contact_id: contactId,
-            ...(data.funnel_id !== undefined ? { funnel_id: data.funnel_id } : {}),
-            ...(data.funnel_stage_id !== undefined ? { funnel_stage_id: data.funnel_stage_id } : {}),
-            ...(data.amount !== undefined ? { amount: String(data.amount) } : {}),
-            source: "automation"
-          } as any)).pipe(sql.withTransaction, Effect.catchTag("SqlError", (e) => Effect.fail(transient(e.message))))
-          return doneWith({ deal_id: deal.id, funnel_stage_id: deal.funnel_stage_id })
-        })
-      case "move-deal-stage":
-        return Effect.gen(function*() {
-          const data = yield* decode(MoveStageData, node.data)
-          const created = Object.values(input.outputs).map((o) => (o as { deal_id?: unknown } | null)?.deal_id).filter((id): id is number => typeof id === "number")
-          let dealId: number | null = typeof run.context.deal_id === "number" ? run.context.deal_id : created.at(-1) ?? null
-          if (dealId === null && typeof run.context.contact_id === "number") {
-            dealId = (yield* ctx.dealStage(companyId, null, run.context.contact_id))?.dealId ?? null
-          }
-          if (dealId === null) return yield* permanent("The run has no deal to move.")
-          const id = dealId
-          yield* asActor(actor, deals.update(id, { funnel_stage_id: data.funnel_stage_id }))
-          return doneWith({ deal_id: id, funnel_stage_id: data.funnel_stage_id })
-        })
-      case "notify-user":
-        return Effect.gen(function*() {
-          const data = yield* decode(NotifyData, node.data)
-          const payload = { user_id: data.user_id, message: data.message, automation_id: run.automation_id, run_id: run.id, node_id: node.id }
-          return { output: { user_id: data.user_id }, commit: events.emit(companyId, "automation.notification", payload) }
-        })
-      case "http-request":
-        return Effect.gen(function*() {
-          const data = (yield* decode(spec.data, node.data)) as HttpData
-          const response = yield* http.request({
-            url: data.url,
-            method: data.method ?? "POST",
-            headers: { "content-type": "application/json", "user-agent": "crm-automations/1", ...data.headers },
-            ...(data.body !== undefined ? { body: data.body } : data.method === "GET" ? {} : { body: JSON.stringify({ automation_id: run.automation_id, run_id: run.id, trigger: run.context.payload }) }),
-            timeoutMs: (data.timeout_seconds ?? 10) * 1000,
-            allowPrivate: config.webhookAllowPrivate,
-            keepBodyBytes: httpBodyLimit
-          }).pipe(Effect.mapError((e) => (e.reason === "timeout" || e.reason === "connection" ? transient(e.message) : permanent(e.message))))
-          if (response.status >= 500) return yield* transient(`The server answered HTTP ${response.status}.`)
-          if (response.status >= 400) return yield* permanent(`The server answered HTTP ${response.status}.`)
-          let body: unknown = response.body ?? null
-          try {
-            body = typeof body === "string" && body !== "" ? JSON.parse(body) : body
-          } catch {
-            // a body that is not JSON is kept as text
-          }
-          return doneWith({ status: response.status, body, duration_ms: response.durationMs })
-        })
-      case "condition":
-        return Effect.gen(function*() {
-          const data = (yield* decode(spec.data, node.data)) as ConditionData
-          const scope = { trigger: run.context, steps: input.outputs }
-          const path = (field: string) =>
-            field.split(".").reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), scope)
-          const contactId = Effect.succeed(typeof run.context.contact_id === "number" ? run.context.contact_id : null)
-          const result = yield* evaluate(data.conditions, data.conditionsJoiner, factsFrom(ctx, companyId, run.context, contactId, path), true)
-          return doneWith({ result })
-        })
-      case "assign-conversation":
-        return Effect.gen(function*() {
-          const data = yield* decode(AssignData, node.data)
-          const conversationId = run.context.conversation_id
-          if (typeof conversationId !== "number") return yield* permanent("The trigger names no conversation.")
-          const to = { userId: data.user_id, teamId: data.team_id }
-          // Setting the same assignee again is harmless, so a replayed step needs no guard.
-          const assigned = yield* Effect.gen(function*() {
-            if (!(yield* ctx.assign(companyId, conversationId, to))) return false
-            yield* events.emit(companyId, "conversation.assigned", {
-              conversation_id: conversationId,
-              assigned_user_id: data.user_id ?? null,
-              assigned_team_id: data.team_id ?? null,
-              ...(data.user_id !== undefined ? { user_id: data.user_id } : {}),
-              automation_id: run.automation_id
-            })
-            return true
-          }).pipe(sql.withTransaction, Effect.orDie)
-          if (!assigned) return yield* permanent(data.user_id !== undefined ? "The user is not a member of the company." : "The team was not found.")
-          return doneWith({ conversation_id: conversationId, user_id: data.user_id ?? null, team_id: data.team_id ?? null })
-        })
-      default:
-        return Effect.fail(permanent(`Unknown action ${spec.id}.`))
+    /** A step's output, and the writes (if any) that commit with its step row. */
+    interface Done {
+      readonly output: unknown
+      readonly commit: Effect.Effect<void>
     }
-  }
+    const doneWith = (output: unknown): Done => ({ output, commit: Effect.void })
 
-  return (job) => execute(CompanyId.make(job.companyId), job.payload.runId, job.payload.segment, job.attempt === 1)
+    const asActor = <A, E>(actor: Actor, effect: Effect.Effect<A, E, CurrentActor>) =>
+      effect.pipe(
+        Effect.provideService(CurrentActor, actor),
+        Effect.mapError((e) => permanent(wireMessage(e)))
+      )
+
+    const contactOf = (input: StepInput) => {
+      const id = input.run.context.contact_id
+      return typeof id === "number" ? Effect.succeed(id) : Effect.fail(permanent("The trigger names no contact."))
+    }
+
+    const decode = <A>(schema: Schema.Codec<A, any>, data: unknown) =>
+      Schema.decodeUnknownEffect(schema)(data ?? {}).pipe(Effect.mapError(() => permanent("The step's data is invalid.")))
+
+    const threadFor = Effect.fnUntraced(function*(input: StepInput, data: { channel_id?: number | undefined }, channelType: string | undefined) {
+      const { companyId, run } = input
+      const c = run.context
+      const types = yield* ctx.channelTypes(companyId)
+      const fits = (channelId: number) => channelType === undefined || (types.get(channelId) ?? "").startsWith(channelType)
+      let target: Option.Option<{ channelId: number; accountId: number }> = Option.none()
+      if (typeof c.channel_id === "number" && typeof c.contact_account_id === "number" && (data.channel_id ?? c.channel_id) === c.channel_id && fits(c.channel_id)) {
+        target = Option.some({ channelId: c.channel_id, accountId: c.contact_account_id })
+      } else if (typeof c.contact_id === "number") {
+        const preferred = data.channel_id ?? (typeof c.channel_id === "number" && fits(c.channel_id) ? c.channel_id : undefined)
+        target = yield* ctx.accountOn(companyId, c.contact_id, { ...(preferred !== undefined ? { channelId: preferred } : {}), ...(channelType !== undefined ? { channelType } : {}) })
+      }
+      if (Option.isNone(target)) return yield* permanent(`The contact has no ${channelType ?? "matching"} conversation to send in.`)
+      const thread = yield* outbound.threadFor(companyId, target.value.channelId, target.value.accountId)
+      if (Option.isNone(thread)) return yield* permanent("The conversation's thread was not found.")
+      return thread.value
+    })
+
+    const keyOf = (input: StepInput, nodeId: string) => `automation:${input.run.id}:${nodeId}:${input.visit}`
+
+    const sendRefusals = <A>(effect: Effect.Effect<A, any>) =>
+      effect.pipe(Effect.catchTags({
+        SendRefusal: (e: { reason: string; message: string }) => Effect.fail(permanent(`${e.reason}: ${e.message}`)),
+        SendUnavailable: (e: { message: string }) => Effect.fail(transient(e.message)),
+        TemplateRefusal: (e: { reason: string; message: string }) => Effect.fail(permanent(`${e.reason}: ${e.message}`))
+      } as any)) as Effect.Effect<A, StepError>
+
+    const step = (node: Node, input: StepInput): Effect.Effect<Done, StepError> => {
+      const { companyId, run, actor } = input
+      const spec = actionById.get(node.actionId ?? "")
+      if (spec === undefined) return Effect.fail(permanent(`Unknown action ${node.actionId}.`))
+      switch (spec.id) {
+        case "msgr_a-send-message":
+        case "msgr_b-send-message":
+        case "send-message":
+          return Effect.gen(function*() {
+            const data = (yield* decode(spec.data, node.data)) as SendData
+            const thread = yield* threadFor(input, data, spec.channelType)
+            const key = keyOf(input, node.id)
+            const attachments = "media_id" in data
+              ? yield* media.resolve(companyId, [{ media_id: data.media_id }]).pipe(Effect.mapError((e) => permanent(e.message)))
+              : []
+            const message = yield* sendRefusals(outbound.deliver({
+              thread,
+              endpoint: "send",
+              companyId,
+              userId: actor.userId,
+              messageType: attachments[0]?.type ?? "text",
+              text: "text" in data ? data.text : null,
+              attachments,
+              quotedMessageId: null,
+              quotedExternalMessageId: null,
+              metadata: { automation_id: run.automation_id, automation_run_id: run.id },
+              idempotency: { key, hash: key }
+            }))
+            return doneWith({ message_id: message.id, conversation_id: message.conversation_id, channel_id: message.channel_id })
+          })
+        case "send-template":
+          return Effect.gen(function*() {
+            const data = (yield* decode(spec.data, node.data)) as TemplateData
+            const thread = yield* threadFor(input, data, undefined)
+            const template = yield* sendRefusals(templates.approved(companyId, {
+              templateId: data.template_id,
+              channelId: thread.channel_id,
+              language: data.language
+            }))
+            const key = keyOf(input, node.id)
+            const message = yield* sendRefusals(templates.deliver({
+              thread,
+              userId: actor.userId,
+              template,
+              variables: data.variables ?? {},
+              idempotency: { key, hash: key },
+              metadata: { automation_id: run.automation_id, automation_run_id: run.id }
+            }))
+            return doneWith({ message_id: message.id, template_id: template.instanceId })
+          })
+        case "add-tag":
+        case "remove-tag":
+          return Effect.gen(function*() {
+            const { tag_id } = yield* decode(TagData, node.data)
+            const contactId = yield* contactOf(input)
+            const adding = spec.id === "add-tag"
+            return {
+              output: { contact_id: contactId, tag_id },
+              commit: asActor(actor, Effect.gen(function*() {
+                // The tag ids alone (one read), not the whole contact: replaceTags checks the contact itself.
+                const current = [...(yield* ctx.tagIds(companyId, contactId))]
+                if (adding === current.includes(tag_id)) return
+                const tag_ids = adding ? [...current, tag_id] : current.filter((id) => id !== tag_id)
+                yield* contacts.replaceTags(contactId, { tag_ids })
+              })).pipe(Effect.orDie)
+            }
+          })
+        case "update-contact-field":
+          return Effect.gen(function*() {
+            const data = yield* decode(ContactFieldData, node.data)
+            const contactId = yield* contactOf(input)
+            yield* asActor(actor, Effect.asVoid(contacts.get(contactId)))
+            return {
+              output: { contact_id: contactId, field: data.field },
+              commit: asActor(actor, contacts.update(contactId, { [data.field]: data.value } as any)).pipe(Effect.asVoid, Effect.orDie)
+            }
+          })
+        case "opt-out-contact":
+          return Effect.gen(function*() {
+            const contactId = yield* contactOf(input)
+            const result = yield* asActor(actor, contacts.setOptOut(contactId, true))
+            return doneWith({ contact_id: contactId, opted_out_at: result.opted_out_at })
+          })
+        case "create-deal":
+          return Effect.gen(function*() {
+            const data = yield* decode(CreateDealData, node.data)
+            const contactId = yield* contactOf(input)
+            // Created with its step row in one transaction: a retried step never makes a second deal.
+            const deal = yield* asActor(actor, deals.create({
+              title: data.title,
+              contact_id: contactId,
+              ...(data.funnel_id !== undefined ? { funnel_id: data.funnel_id } : {}),
+              ...(data.funnel_stage_id !== undefined ? { funnel_stage_id: data.funnel_stage_id } : {}),
+              ...(data.amount !== undefined ? { amount: String(data.amount) } : {}),
+              source: "automation"
+            } as any)).pipe(sql.withTransaction, Effect.catchTag("SqlError", (e) => Effect.fail(transient(e.message))))
+            return doneWith({ deal_id: deal.id, funnel_stage_id: deal.funnel_stage_id })
+          })
+        case "move-deal-stage":
+          return Effect.gen(function*() {
+            const data = yield* decode(MoveStageData, node.data)
+            const created = Object.values(input.outputs).map((o) => (o as { deal_id?: unknown } | null)?.deal_id).filter((id): id is number => typeof id === "number")
+            let dealId: number | null = typeof run.context.deal_id === "number" ? run.context.deal_id : created.at(-1) ?? null
+            if (dealId === null && typeof run.context.contact_id === "number") {
+              dealId = (yield* ctx.dealStage(companyId, null, run.context.contact_id))?.dealId ?? null
+            }
+            if (dealId === null) return yield* permanent("The run has no deal to move.")
+            const id = dealId
+            yield* asActor(actor, deals.update(id, { funnel_stage_id: data.funnel_stage_id }))
+            return doneWith({ deal_id: id, funnel_stage_id: data.funnel_stage_id })
+          })
+        case "notify-user":
+          return Effect.gen(function*() {
+            const data = yield* decode(NotifyData, node.data)
+            const payload = { user_id: data.user_id, message: data.message, automation_id: run.automation_id, run_id: run.id, node_id: node.id }
+            return { output: { user_id: data.user_id }, commit: events.emit(companyId, "automation.notification", payload) }
+          })
+        case "http-request":
+          return Effect.gen(function*() {
+            const data = (yield* decode(spec.data, node.data)) as HttpData
+            const response = yield* http.request({
+              url: data.url,
+              method: data.method ?? "POST",
+              headers: { "content-type": "application/json", "user-agent": "crm-automations/1", ...data.headers },
+              ...(data.body !== undefined ? { body: data.body } : data.method === "GET" ? {} : { body: JSON.stringify({ automation_id: run.automation_id, run_id: run.id, trigger: run.context.payload }) }),
+              timeoutMs: (data.timeout_seconds ?? 10) * 1000,
+              allowPrivate: config.webhookAllowPrivate,
+              keepBodyBytes: httpBodyLimit
+            }).pipe(Effect.mapError((e) => (e.reason === "timeout" || e.reason === "connection" ? transient(e.message) : permanent(e.message))))
+            if (response.status >= 500) return yield* transient(`The server answered HTTP ${response.status}.`)
+            if (response.status >= 400) return yield* permanent(`The server answered HTTP ${response.status}.`)
+            let body: unknown = response.body ?? null
+            try {
+              body = typeof body === "string" && body !== "" ? JSON.parse(body) : body
+            } catch {
+              // a body that is not JSON is kept as text
+            }
+            return doneWith({ status: response.status, body, duration_ms: response.durationMs })
+          })
+        case "condition":
+          return Effect.gen(function*() {
+            const data = (yield* decode(spec.data, node.data)) as ConditionData
+            const scope = { trigger: run.context, steps: input.outputs }
+            const path = (field: string) =>
+              field.split(".").reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), scope)
+            const contactId = Effect.succeed(typeof run.context.contact_id === "number" ? run.context.contact_id : null)
+            const result = yield* evaluate(data.conditions, data.conditionsJoiner, factsFrom(ctx, companyId, run.context, contactId, path), true)
+            return doneWith({ result })
+          })
+        case "assign-conversation":
+          return Effect.gen(function*() {
+            const data = yield* decode(AssignData, node.data)
+            const conversationId = run.context.conversation_id
+            if (typeof conversationId !== "number") return yield* permanent("The trigger names no conversation.")
+            const to = { userId: data.user_id, teamId: data.team_id }
+            // Setting the same assignee again is harmless, so a replayed step needs no guard.
+            const assigned = yield* Effect.gen(function*() {
+              if (!(yield* ctx.assign(companyId, conversationId, to))) return false
+              yield* events.emit(companyId, "conversation.assigned", {
+                conversation_id: conversationId,
+                assigned_user_id: data.user_id ?? null,
+                assigned_team_id: data.team_id ?? null,
+                ...(data.user_id !== undefined ? { user_id: data.user_id } : {}),
+                automation_id: run.automation_id
+              })
+              return true
+            }).pipe(sql.withTransaction, Effect.orDie)
+            if (!assigned) return yield* permanent(data.user_id !== undefined ? "The user is not a member of the company." : "The team was not found.")
+            return doneWith({ conversation_id: conversationId, user_id: data.user_id ?? null, team_id: data.team_id ?? null })
+          })
+        default:
+          return Effect.fail(permanent(`Unknown action ${spec.id}.`))
+      }
+    }
+
+    const hold = (companyId: CompanyId, jobId: number) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => jobs.postpone(companyId, jobId, DateTime.makeUnsafe(now + directHoldMs)))
+
+    // Renews the hold until it is lost, then ends (which stops the segment racing it).
+    const keepHold = (companyId: CompanyId, jobId: number): Effect.Effect<void> =>
+      Effect.sleep(directHoldMs / 3).pipe(
+        Effect.andThen(hold(companyId, jobId)),
+        Effect.flatMap((held) => (held ? keepHold(companyId, jobId) : Effect.logWarning("automation run handed to its fallback job", { job: jobId })))
+      )
+
+    const direct = Effect.fnUntraced(function*(companyId: CompanyId, started: Started) {
+      // Waited long for a slot: the hold is renewed first, and a job a runner already took is left to it.
+      if ((yield* Clock.currentTimeMillis) - started.enqueuedAt > directHoldMs / 3 && !(yield* hold(companyId, started.jobId))) return
+      yield* Effect.raceFirst(execute(companyId, started.runId, 0, true, started.jobId), keepHold(companyId, started.jobId))
+    })
+
+    return RunExecutor.of({ execute, direct })
+  }))
+}
+
+/** The `automation.run` job. A first segment's job is a fallback: steps of the in-process run may be written already. */
+export const RunHandler = jobHandler(RunJob, Effect.gen(function*() {
+  const executor = yield* RunExecutor
+  // A claimed job ends with the runner's own bookkeeping: there is no queued fallback to dismiss.
+  return (job) => executor.execute(CompanyId.make(job.companyId), job.payload.runId, job.payload.segment, job.attempt === 1 && job.payload.segment > 0, null)
 }))

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
 import type { Automation, AutomationStatus, Edge, Node, Run, RunStatus, Step, StoredGraph, Trigger } from "./Domain.ts"
 
@@ -124,6 +124,10 @@ export interface RunState {
   readonly state: { readonly pending: ReadonlyArray<string>; readonly visits: Record<string, number>; readonly outputs: Record<string, unknown> }
   readonly started_at: Date
   readonly created_by: number | null
+  /** Where `wait {until}` reads the time of day: the contact's timezone, else the company's. */
+  readonly timezone: string
+  /** Who the steps act as: the automation's creator while a member, else the company's first admin (null: no member). */
+  readonly actor: { readonly userId: number; readonly plan: string; readonly timezone: string; readonly email: string | null; readonly name: string } | null
   readonly nodes: ReadonlyArray<Node>
   readonly edges: ReadonlyArray<Edge>
 }
@@ -171,16 +175,20 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
   published(companyId: CompanyId): Effect.Effect<ReadonlyArray<PublishedRow>>
   runs(companyId: CompanyId, automationId: string | null, page: number, perPage: number): Effect.Effect<{ items: ReadonlyArray<Run>; total: number }>
   run(companyId: CompanyId, automationId: string, runId: string): Effect.Effect<Option.Option<Run & { steps: ReadonlyArray<Step> }>>
-  recentRuns(companyId: CompanyId, automationId: string, contactId: number, since: Date): Effect.Effect<number>
-  /** false when the event already started a run of this automation (another runner saw it too). */
-  insertRun(companyId: CompanyId, run: NewRun): Effect.Effect<boolean>
+  /**
+   * Writes the run, `cancelled` with `guard.skipped` as its error when its contact started `guard.limit`
+   * runs of the automation since `guard.since` (the loop guard), in one statement. Null when the event
+   * already started a run of this automation (replayed, or another runner saw it too).
+   */
+  admitRun(companyId: CompanyId, run: NewRun, guard: { readonly since: Date; readonly limit: number; readonly skipped: string }): Effect.Effect<RunStatus | null>
   loadRun(companyId: CompanyId, runId: string): Effect.Effect<Option.Option<RunState>>
   step(companyId: CompanyId, runId: string, nodeId: string, visit: number): Effect.Effect<Option.Option<{ status: Step["status"]; output: unknown; error: string | null }>>
   insertStep(companyId: CompanyId, step: NewStep): Effect.Effect<void>
   saveState(companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
   /** The step row and the run's state after it, in one statement. */
   recordStep(companyId: CompanyId, step: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
-  finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Effect.Effect<void>
+  /** The run's end, as a data-modifying CTE to write with the event that announces it. */
+  finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Statement.Fragment
 }>()("crm/automations/AutomationsRepo") {
   static readonly layer = Layer.effect(
     AutomationsRepo,
@@ -213,14 +221,24 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           VALUES (${input.id}, ${companyId}, ${input.name}, ${input.description}, ${input.status}, ${input.userId}, ${input.userId})`.pipe(Effect.asVoid, Effect.orDie)
 
       const update = (companyId: CompanyId, id: string, patch: { name?: string; description?: string | null; status?: AutomationStatus }, userId: number) =>
-        sql<{ id: string }>`
-          UPDATE automations SET
-            name = COALESCE(${patch.name ?? null}, name),
-            description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
-            status = COALESCE(${patch.status ?? null}, status),
-            active_version_id = CASE WHEN COALESCE(${patch.status ?? null}, status) = 'active' THEN latest_version_id ELSE active_version_id END,
-            updated_by = ${userId}, updated_at = now()
-          WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(Effect.map((rows) => rows.length > 0), Effect.orDie)
+        Effect.gen(function*() {
+          const rows = yield* sql<{ id: string }>`
+            UPDATE automations SET
+              name = COALESCE(${patch.name ?? null}, name),
+              description = ${patch.description === undefined ? sql`description` : sql`${patch.description}`},
+              status = COALESCE(${patch.status ?? null}, status),
+              active_version_id = CASE WHEN COALESCE(${patch.status ?? null}, status) = 'active' THEN latest_version_id ELSE active_version_id END,
+              updated_by = ${userId}, updated_at = now()
+            WHERE company_id = ${companyId} AND id = ${id} RETURNING id`
+          if (rows.length > 0 && patch.status === "active") {
+            // The trigger consumer's cursor starts at the company's current event when its first automation goes live.
+            yield* sql`
+              INSERT INTO automation_trigger_cursors (company_id, cursor_seq)
+              SELECT id, event_seq FROM companies WHERE id = ${companyId}
+              ON CONFLICT (company_id) DO NOTHING`
+          }
+          return rows.length > 0
+        }).pipe(Effect.orDie)
 
       const remove = (companyId: CompanyId, id: string) =>
         sql<{ id: string }>`DELETE FROM automations WHERE company_id = ${companyId} AND id = ${id} RETURNING id`.pipe(
@@ -286,30 +304,41 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           WHERE company_id = ${companyId} AND automation_id = ${automationId} AND contact_id = ${contactId}
             AND status <> 'cancelled' AND started_at > ${since}`.pipe(Effect.map((rows) => rows[0].n), Effect.orDie)
 
-      const insertRun = (companyId: CompanyId, r: NewRun) =>
-        Effect.gen(function*() {
-          const rows = yield* sql<{ id: string }>`
+      const admitRun = (companyId: CompanyId, r: NewRun, guard: { readonly since: Date; readonly limit: number; readonly skipped: string }) =>
+        sql<{ status: RunStatus }>`
+          WITH recent AS (
+            SELECT count(*)::int AS n FROM automation_runs
+            WHERE company_id = ${companyId} AND automation_id = ${r.automationId} AND contact_id = ${r.contactId}
+              AND status <> 'cancelled' AND started_at > ${guard.since}
+          ), ins AS (
             INSERT INTO automation_runs (id, company_id, automation_id, version_id, contact_id, trigger_event, trigger_event_id, status,
               trigger_payload, context, state, error, started_at, finished_at)
-            VALUES (${r.id}, ${companyId}, ${r.automationId}, ${r.versionId}, ${r.contactId}, ${r.event}, ${r.eventId}, ${r.status},
-              ${json(r.triggerPayload)}::jsonb, ${json(r.context)}::jsonb, ${json(r.state)}::jsonb, ${r.error}, ${r.at},
-              ${r.status === "cancelled" ? r.at : null})
-            ON CONFLICT DO NOTHING RETURNING id`
-          if (rows.length === 0) return false
-          if (r.status !== "cancelled") {
-            yield* sql`
-              UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
-              WHERE company_id = ${companyId} AND id = ${r.automationId}`
-          }
-          return true
-        }).pipe(Effect.orDie)
+            SELECT ${r.id}::uuid, ${companyId}::bigint, ${r.automationId}::uuid, ${r.versionId}::uuid, ${r.contactId}::bigint, ${r.event}::text,
+              ${r.eventId}::bigint, CASE WHEN recent.n >= ${guard.limit}::int THEN 'cancelled' ELSE 'running' END,
+              ${json(r.triggerPayload)}::jsonb, ${json(r.context)}::jsonb, ${json(r.state)}::jsonb,
+              CASE WHEN recent.n >= ${guard.limit}::int THEN ${guard.skipped}::text END, ${r.at}::timestamptz,
+              CASE WHEN recent.n >= ${guard.limit}::int THEN ${r.at}::timestamptz END
+            FROM recent
+            ON CONFLICT DO NOTHING RETURNING status
+          ), counted AS (
+            UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
+            WHERE company_id = ${companyId} AND id = ${r.automationId} AND EXISTS (SELECT 1 FROM ins WHERE status = 'running')
+          )
+          SELECT status FROM ins`.pipe(Effect.map((rows) => rows[0]?.status ?? null), Effect.orDie)
 
       const loadRun = (companyId: CompanyId, runId: string) =>
         sql<RunState>`
-          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges
+          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges,
+            COALESCE(NULLIF(ct.timezone, ''), co.timezone, 'UTC') AS timezone,
+            (SELECT json_build_object('userId', u.id, 'plan', co.plan, 'timezone', u.timezone, 'email', u.email, 'name', u.name)
+              FROM memberships m JOIN users u ON u.id = m.user_id
+              WHERE m.company_id = r.company_id
+              ORDER BY (u.id = a.created_by) DESC, (m.role = 'admin') DESC, u.id LIMIT 1) AS actor
           FROM automation_runs r
           JOIN automation_versions v ON v.company_id = r.company_id AND v.id = r.version_id
           JOIN automations a ON a.company_id = r.company_id AND a.id = r.automation_id
+          JOIN companies co ON co.id = r.company_id
+          LEFT JOIN contacts ct ON ct.company_id = r.company_id AND ct.id = r.contact_id
           WHERE r.company_id = ${companyId} AND r.id = ${runId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
 
       const step = (companyId: CompanyId, runId: string, nodeId: string, visit: number) =>
@@ -344,14 +373,45 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           WHERE company_id = ${companyId} AND id = ${st.runId}`.pipe(Effect.asVoid, Effect.orDie)
 
       const finishRun = (companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date) =>
-        sql`
+        sql`finished AS (
           UPDATE automation_runs SET status = ${status}, error = ${error}, finished_at = ${at}, resume_at = NULL
-          WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
+          WHERE company_id = ${companyId} AND id = ${runId})`
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        recentRuns, insertRun, loadRun, step, insertStep, saveState, recordStep, finishRun
+        admitRun, loadRun, step, insertStep, saveState, recordStep, finishRun
       })
+    })
+  )
+}
+
+/**
+ * The trigger consumer's cursors over the event log. The consumer reads every company's events, so
+ * these statements run across companies, each row naming its own.
+ */
+export class TriggerCursorsRepo extends Context.Service<TriggerCursorsRepo, {
+  /** Companies with events after their cursor: what a runner that starts replays, up to `head`. */
+  readonly behind: Effect.Effect<ReadonlyArray<{ readonly companyId: number; readonly cursor: number; readonly head: number }>>
+  /** Moves cursors forward (never back); a company without a cursor row has nothing to keep. */
+  advance(cursors: ReadonlyArray<{ readonly companyId: number; readonly seq: number }>): Effect.Effect<void>
+}>()("crm/automations/TriggerCursorsRepo") {
+  static readonly layer = Layer.effect(
+    TriggerCursorsRepo,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const behind = sql<{ company_id: number; cursor_seq: number; event_seq: number }>`
+        SELECT t.company_id, t.cursor_seq, c.event_seq FROM automation_trigger_cursors t JOIN companies c ON c.id = t.company_id
+        WHERE c.event_seq > t.cursor_seq`.pipe(
+        Effect.map((rows) => rows.map((r) => ({ companyId: Number(r.company_id), cursor: Number(r.cursor_seq), head: Number(r.event_seq) }))),
+        Effect.orDie
+      )
+      const advance = (cursors: ReadonlyArray<{ readonly companyId: number; readonly seq: number }>) =>
+        cursors.length === 0 ? Effect.void : sql`
+          UPDATE automation_trigger_cursors t SET cursor_seq = v.seq, updated_at = now()
+          FROM jsonb_to_recordset(${JSON.stringify(cursors.map((c) => ({ company_id: c.companyId, seq: c.seq })))}::jsonb)
+            AS v(company_id bigint, seq bigint)
+          WHERE t.company_id = v.company_id AND t.cursor_seq < v.seq`.pipe(Effect.asVoid, Effect.orDie)
+      return TriggerCursorsRepo.of({ behind, advance })
     })
   )
 }

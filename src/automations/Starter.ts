@@ -12,7 +12,12 @@ export const StartRequest = Schema.Struct({
 })
 export type StartRequest = typeof StartRequest.Type
 
+/** A run that was admitted: its first segment runs at once in process, `jobId` being its durable fallback. */
+export const Started = Schema.Struct({ runId: Schema.String, jobId: Schema.Int, enqueuedAt: Schema.Number })
+export type Started = typeof Started.Type
+
 /** The port: starts a run in the order of its automation, wherever in the cluster the automation lives. */
 export class AutomationStarter extends Context.Service<AutomationStarter, {
-  start(request: StartRequest): Effect.Effect<void>
+  /** Null when no run was admitted: the event already started one, or the loop guard skipped it. */
+  start(request: StartRequest): Effect.Effect<Started | null>
 }>()("crm/automations/AutomationStarter") {}

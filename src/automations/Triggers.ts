@@ -1,12 +1,11 @@
-import { Context, Effect, Layer, Predicate, PubSub } from "effect"
+import { Context, Effect, Layer, Predicate } from "effect"
 import { CompanyId } from "../auth/Domain.ts"
 import type { EventEnvelope } from "../events/Domain.ts"
-import { Events } from "../events/Events.ts"
 import { compileVerdict, evaluate, eventText, type EventText, type Facts } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import { type Trigger, TriggerEvents } from "./Domain.ts"
 import { AutomationsRepo } from "./Repo.ts"
-import { AutomationStarter, type StartRequest } from "./Starter.ts"
+import type { StartRequest } from "./Starter.ts"
 
 interface Compiled {
   readonly automationId: string
@@ -220,24 +219,3 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
     })
   ).pipe(Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer]))
 }
-
-/** The consumer of committed events that starts runs; like the realtime dispatcher, it logs a failure and goes on. */
-export const AutomationTriggersLayer = Layer.effectDiscard(Effect.gen(function*() {
-  const events = yield* Events
-  const index = yield* TriggerIndex
-  const starter = yield* AutomationStarter
-  const subscription = yield* events.subscribe
-  const scope = yield* Effect.scope
-  yield* Effect.forkScoped(Effect.forever(
-    PubSub.take(subscription).pipe(
-      Effect.flatMap(index.match),
-      Effect.flatMap((starts) =>
-        Effect.forEach(starts, (s) =>
-          starter.start(s).pipe(
-            Effect.catchCause((cause) => Effect.logWarning("automation run not started", cause)),
-            Effect.forkIn(scope)
-          ), { discard: true })),
-      Effect.catchCause((cause) => Effect.logWarning("automation trigger evaluation failed", cause))
-    )
-  ))
-}))

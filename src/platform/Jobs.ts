@@ -102,7 +102,16 @@ export class Jobs extends Context.Service<Jobs, {
    */
   enqueue<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, options?: {
     readonly runAfter?: DateTime.DateTime
+    /** false: no runner is woken; a job that is only a fallback is found by the runners' next poll. */
+    readonly wake?: boolean
   }): Effect.Effect<number>
+  /**
+   * Moves a queued job's start to `runAfter`; false when it is no longer queued (a runner claimed it, or
+   * it ended). Work done in process with a queued job as its fallback holds the job off this way.
+   */
+  postpone(companyId: number, id: number, runAfter: DateTime.DateTime): Effect.Effect<boolean>
+  /** Marks a still-queued job finished without running it, in the caller's transaction if any: its work was done in process. */
+  dismiss(companyId: number, id: number): Effect.Effect<void>
   /** Signals to this process's runners that there may be work. */
   readonly wake: Effect.Effect<void>
   readonly wakeups: Effect.Effect<PubSub.Subscription<void>, never, Scope.Scope>
@@ -116,6 +125,7 @@ export class Jobs extends Context.Service<Jobs, {
 
       const enqueue = Effect.fn("Jobs.enqueue")(function*<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, options?: {
         readonly runAfter?: DateTime.DateTime
+        readonly wake?: boolean
       }) {
         const encoded = yield* Schema.encodeEffect(kind.payload)(payload)
         const runAfter = options?.runAfter !== undefined ? DateTime.toDateUtc(options.runAfter) : yield* nowDate
@@ -123,11 +133,24 @@ export class Jobs extends Context.Service<Jobs, {
           INSERT INTO jobs (kind, company_id, payload, run_after)
           VALUES (${kind.name}, ${companyId}, ${json(encoded)}::jsonb, ${runAfter})
           RETURNING id`
-        yield* sql.afterCommit(wake)
-        return rows[0].id
+        if (options?.wake !== false) yield* sql.afterCommit(wake)
+        return Number(rows[0].id)
       }, Effect.orDie)
 
-      return Jobs.of({ enqueue, wake, wakeups: PubSub.subscribe(bus) })
+      const postpone = (companyId: number, id: number, runAfter: DateTime.DateTime) =>
+        sql<{ id: number }>`
+          UPDATE jobs SET run_after = ${DateTime.toDateUtc(runAfter)}, updated_at = now()
+          WHERE company_id = ${companyId} AND id = ${id} AND status = 'queued' RETURNING id`.pipe(
+          Effect.map((rows) => rows.length > 0),
+          Effect.orDie
+        )
+
+      const dismiss = (companyId: number, id: number) =>
+        sql`
+          UPDATE jobs SET status = 'finished', finished_at = now(), updated_at = now()
+          WHERE company_id = ${companyId} AND id = ${id} AND status = 'queued'`.pipe(Effect.asVoid, Effect.orDie)
+
+      return Jobs.of({ enqueue, postpone, dismiss, wake, wakeups: PubSub.subscribe(bus) })
     })
   )
 

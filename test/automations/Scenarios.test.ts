@@ -147,6 +147,34 @@ describe("automation runs", () => {
     assert.isTrue(notes.every((n: any) => n.user_id === company.admin.id))
   })
 
+  it("waits until a time of day in the contact's timezone, else the company's, never the creator's", async () => {
+    const company = await createCompany(server)
+    await query(server, "UPDATE companies SET timezone = 'Europe/Berlin' WHERE id = $1", [company.id])
+    await query(server, "UPDATE users SET timezone = 'Asia/Tokyo' WHERE id = $1", [company.admin.id])
+    const automation = await activeAutomation(server, company.token, chain([actionNode("w", "wait", { until: "09:00" })]), [
+      trigger("contact.updated", { conditions: [{ type: "contact_field_equals", field: "lastName", value: "Due" }] })
+    ])
+    const zoned = await createContact(server, company.token, { firstName: "Zed" })
+    const plain = await createContact(server, company.token, { firstName: "Pat" })
+    await query(server, "UPDATE contacts SET timezone = 'America/New_York' WHERE id = $1", [zoned.id])
+    await ok(server, "PATCH", `/v1/contacts/${zoned.id}`, company.token, { lastName: "Due" })
+    await ok(server, "PATCH", `/v1/contacts/${plain.id}`, company.token, { lastName: "Due" })
+    const waiting = await waitFor("both runs to wait", async () => {
+      const runs = await runsOf(server, company.token, automation.id)
+      return runs.length === 2 && runs.every((r) => r.status === "waiting") ? runs : undefined
+    })
+    const localTime = (iso: string, timeZone: string) =>
+      new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).format(new Date(iso))
+    const resumeAt = new Map<number, string>()
+    for (const run of waiting) {
+      const detail = await ok(server, "GET", `/v1/automations/${automation.id}/runs/${run.id}`, company.token)
+      const [row] = await query<{ contact_id: number }>(server, "SELECT contact_id FROM automation_runs WHERE id = $1", [run.id])
+      resumeAt.set(Number(row.contact_id), detail.steps[0].output.resume_at)
+    }
+    assert.strictEqual(localTime(resumeAt.get(zoned.id)!, "America/New_York"), "09:00")
+    assert.strictEqual(localTime(resumeAt.get(plain.id)!, "Europe/Berlin"), "09:00")
+  })
+
   it("evaluates each condition type, joined by and / or", async () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")

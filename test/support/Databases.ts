@@ -30,3 +30,7 @@ export const freshDatabase = async (url: string) => {
       )
   }
 }
+
+/** Runs `effect` on a connection of its own to `url`: a test's hand on the database a spawned server uses. */
+export const onDatabase = <A>(url: string, effect: Effect.Effect<A, unknown, SqlClient.SqlClient>): Promise<A> =>
+  Effect.runPromise(effect.pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.orDie))
