@@ -12,6 +12,8 @@
  *   BENCH_MODES=server,server-async DATABASE_URL=… npx tsx bench/send.ts   (server-async: synchronous_commit=off)
  *   BENCH_RATES=1000,2000,3000 BENCH_SECONDS=10 BENCH_WARMUP_S=2 BENCH_THREADS=256 BENCH_CONNECTIONS=256
  *   BENCH_CPU_PROF=1                                 profile the app during the first rate; prints the hot spots
+ *   BENCH_SQL_COUNT=1                                server modes: the app's SQL through a counting proxy during the first
+ *                                                    rate; prints statements, pipelined cycles and commits per send
  */
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
@@ -23,6 +25,7 @@ import { SqlLayer } from "../src/platform/Sql.ts"
 import { api, createCompany, RATE_LIMIT_PER_WINDOW, requestedModes, startApp } from "./support/App.ts"
 import { benchDatabase, pgLayer, runSql } from "./support/Database.ts"
 import { runBench, sleep, workspace } from "./support/Processes.ts"
+import { countsBetween, pgCounter } from "./support/PgCounter.ts"
 import { summarizeProfile } from "./support/Profile.ts"
 import { rawRequest, responseReader } from "./support/RawHttp.ts"
 import { machine, percentile, tally } from "./support/Report.ts"
@@ -35,6 +38,7 @@ const RATES = (process.env.BENCH_RATES ?? "25,50,100,150,200,250,300,400,500,750
 const BARE_SECONDS = Number(process.env.BENCH_BARE_SECONDS ?? 10)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info"
 const PROFILE = process.env.BENCH_CPU_PROF === "1"
+const SQL_COUNT = process.env.BENCH_SQL_COUNT === "1"
 /** `server-async`: server mode on a database with `synchronous_commit = off` (commits do not wait for the WAL flush). */
 type Mode = "embedded" | "server" | "server-async"
 /** A rate is sustained when the answers keep up with the arrivals and the tail stays bounded. */
@@ -191,7 +195,15 @@ interface Seeded {
 }
 
 const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefined) => {
-  const app = await startApp(ws, { mode, logLevel: LOG_LEVEL, profile: PROFILE, dataDir, databaseUrl })
+  const counter = SQL_COUNT && databaseUrl !== undefined
+    ? await pgCounter(new URL(databaseUrl).hostname, Number(new URL(databaseUrl).port || 5432))
+    : undefined
+  const appUrl = counter === undefined ? databaseUrl : (() => {
+    const url = new URL(databaseUrl!)
+    url.host = `127.0.0.1:${counter.port}`
+    return url.toString()
+  })()
+  const app = await startApp(ws, { mode, logLevel: LOG_LEVEL, profile: PROFILE, dataDir, databaseUrl: appUrl })
   const { port, base } = app
   try {
     const { companyId, token } = await createCompany(app)
@@ -238,7 +250,9 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
     }
     for (const rate of RATES) {
       const before = await countOnChannel()
+      const sqlBefore = counter?.snapshot()
       const result = await openLoop(port, rate, requestFor(runId++))
+      if (counter !== undefined) reportSql(countsBetween(sqlBefore!, counter.snapshot()), result.answered)
       const after = await countOnChannel()
       // Checked after timing: one stored message per 201, none for anything else.
       expect(`messages stored at ${rate}/s`, storedOk(after - before, result), { before, after, created: result.created, answered: result.answered, sent: result.sent })
@@ -246,7 +260,7 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
       const sustained = result.rps >= rate * KEEPS_UP && result.p99 <= P99_BOUND_MS && result.created === result.sent
       const unanswered = result.sent - result.answered
       console.log(`  ${mode} ${String(rate).padStart(5)}/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, statuses ${JSON.stringify(Object.fromEntries(result.statuses))}${unanswered > 0 ? `, ${unanswered} unanswered` : ""}${sustained ? "" : "  (not sustained)"}`)
-      if (PROFILE || !sustained) break
+      if (PROFILE || counter !== undefined || !sustained) break
       await sleep(1000)
     }
     // The latency goal is stated at 1000/s: measured there too when the ladder stopped not far below
@@ -265,7 +279,15 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
     return { rows, seeded, profDir: app.profDir }
   } finally {
     await app.stop()
+    await counter?.close()
   }
+}
+
+/** Per send, over everything the app ran while the rate ran (background work included). */
+const reportSql = (counts: ReturnType<typeof countsBetween>, sends: number) => {
+  const per = (n: number) => (n / sends).toFixed(2)
+  console.log(`  SQL over ${sends} sends: ${per(counts.executes)} statements, ${per(counts.syncs)} pipelined cycles, ${per(counts.commits)} commits per send`)
+  for (const [text, n] of counts.byText.slice(0, 25)) console.log(`    ${per(n).padStart(6)}  ${text.slice(0, 150)}`)
 }
 
 // ---------------------------------------------------------------- the bare loop

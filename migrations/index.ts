@@ -24,6 +24,7 @@ import _0080_broadcasts from "./0080_broadcasts.ts"
 import _0090_automations from "./0090_automations.ts"
 import _0091_conversation_assignment from "./0091_conversation_assignment.ts"
 import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
+import _0140_event_numbering from "./0140_event_numbering.ts"
 import _0100_company_country_status from "./0100_company_country_status.ts"
 import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
 import _0102_mail_delivery from "./0102_mail_delivery.ts"
@@ -58,5 +59,6 @@ export const migrations = {
   "0100_company_country_status": _0100_company_country_status,
   "0101_phones_renormalised": _0101_phones_renormalised,
   "0102_mail_delivery": _0102_mail_delivery,
-  "0105_idempotency_pending": _0105_idempotency_pending
+  "0105_idempotency_pending": _0105_idempotency_pending,
+  "0140_event_numbering": _0140_event_numbering
 }
