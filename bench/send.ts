@@ -447,7 +447,7 @@ const main = async () => {
           console.log(`  at ${r.target}/s: non-201 answers ${JSON.stringify(Object.fromEntries(non201))}`)
         }
       }
-      if (PROFILE) summarizeProfile(profDir)
+      if (PROFILE) summarizeProfile(profDir, { inclusiveByFile: true })
     } finally {
       await database?.drop()
     }

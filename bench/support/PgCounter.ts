@@ -19,7 +19,7 @@ export const pgCounter = async (upstreamHost: string, upstreamPort: number) => {
   let executes = 0
   let syncs = 0
   let commits = 0
-  const writes = /\b(INSERT|UPDATE|DELETE|pg_notify)\b/i
+  const writes = /\b(INSERT|UPDATE|DELETE|pg_notify|number_events)\b/i
   const count = (session: { inTransaction: boolean }, text: string) => {
     executes++
     if (/^\s*(BEGIN|START)/i.test(text)) session.inTransaction = true
