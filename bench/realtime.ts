@@ -92,6 +92,8 @@ interface Result {
   readonly engine: string
   readonly node: string
   readonly times: ReadonlyArray<number>
+  /** This process's CPU per event: the clients reading the frames (and, for the app, the inbound request). */
+  readonly clientCpuMs: number
   readonly cpuPerPublishMs?: number
   readonly rssMb?: number
 }
@@ -112,6 +114,7 @@ const print = (r: Result) => {
   console.log(
     `  ${r.target.padEnd(14)} ${r.engine.padEnd(14)} Node ${r.node.padEnd(9)} to the last of ${SOCKETS}: p50 ${s.p50.toFixed(1).padStart(7)} ms` +
       `  p99 ${s.p99.toFixed(1).padStart(7)} ms  max ${s.max.toFixed(1).padStart(7)} ms` +
+      `  clients CPU ${r.clientCpuMs.toFixed(1)} ms/event` +
       (r.cpuPerPublishMs === undefined ? "" : `  server CPU ${r.cpuPerPublishMs.toFixed(1)} ms/publish, RSS ${r.rssMb!.toFixed(0)} MB`) +
       (s.missed > 0 ? `  (${s.missed} events not delivered to every socket within ${EVENT_TIMEOUT_MS / 1000} s)` : "")
   )
@@ -120,6 +123,7 @@ const print = (r: Result) => {
 /** Times `publish()` to the last client, one event at a time. */
 const timeEvents = async (pool: ClientPool, publish: () => Promise<void>) => {
   const times: Array<number> = []
+  const cpu = process.cpuUsage()
   for (let n = 0; n < EVENTS; n++) {
     const started = performance.now()
     await publish()
@@ -127,7 +131,8 @@ const timeEvents = async (pool: ClientPool, publish: () => Promise<void>) => {
     times.push(last - started)
     await sleep(50)
   }
-  return times
+  const used = process.cpuUsage(cpu)
+  return { times, clientCpuMs: (used.user + used.system) / 1000 / EVENTS }
 }
 
 // ---------------------------------------------------------------- 1. the app
@@ -169,11 +174,11 @@ const runApp = async () => {
     })
     console.log(`  app (${mode}): ${SOCKETS} sockets authorised through /v1/broadcasting/auth and subscribed in ${((performance.now() - authorised) / 1000).toFixed(1)} s`)
     const engine = "uws" in loadNativeUws() ? "uws" : "ws"
-    const times = await timeEvents(pool, async () => {
+    const timed = await timeEvents(pool, async () => {
       const res = await inbound("hello")
       if (res.status !== 201) throw new Error(`inbound: ${JSON.stringify(res)}`)
     })
-    return { result: { target: "app (inbound)", engine, node: process.version, times } satisfies Result, sample: pool.sample() }
+    return { result: { target: "app (inbound)", engine, node: process.version, ...timed } satisfies Result, sample: pool.sample() }
   } finally {
     pool?.close()
     await app.stop()
@@ -219,7 +224,7 @@ const runServer = async (nodePath: string, role: "gateway" | "plain", engine: "u
     child.stdin!.write("usage\n")
     const before = (await reply()) as Usage
     const line = `publish ${JSON.stringify(sample)}\n`
-    const times = await timeEvents(pool, async () => {
+    const timed = await timeEvents(pool, async () => {
       child.stdin!.write(line)
       await reply()
     })
@@ -229,7 +234,7 @@ const runServer = async (nodePath: string, role: "gateway" | "plain", engine: "u
       target: role === "plain" ? "plain ws loop" : "gateway alone",
       engine: hello.engine,
       node: hello.node,
-      times,
+      ...timed,
       cpuPerPublishMs: (after.cpuMs - before.cpuMs) / EVENTS,
       rssMb: after.rssMb
     } satisfies Result

@@ -29,6 +29,7 @@ export interface AppProcess {
   readonly realtimePort: number
   readonly platformKey: string
   readonly profDir: string
+  readonly pid: number
   readonly stop: () => Promise<void>
 }
 
@@ -61,7 +62,7 @@ export const startApp = async (ws: Workspace, options: AppOptions): Promise<AppP
     await stop(app)
     throw error
   }
-  return { port, base, realtimePort, platformKey, profDir, stop: () => stop(app) }
+  return { port, base, realtimePort, platformKey, profDir, pid: app.pid!, stop: () => stop(app) }
 }
 
 /** A JSON API call with an optional bearer token; answers the status and the parsed body (undefined if not JSON). */
