@@ -15,6 +15,7 @@
  *
  *   npm run bench:realtime                         SOCKETS=10000 EVENTS=50 by default
  *   SOCKETS=1000 EVENTS=20 DATABASE_URL=… npm run bench:realtime
+ *   REALTIME_TARGETS=servers                       only 2 and 3 (a synthetic frame of about the app's size)
  *   BENCH_CPU_PROF_DIR=/tmp/prof                   CPU profiles of the servers of 2 and 3 (gateway/, plain/)
  *   NODE_FOR_UWS=/usr/bin/node                     also 2 with uWebSockets.js under that Node, if a build loads there
  */
@@ -39,6 +40,8 @@ const SOCKETS = Number(process.env.SOCKETS ?? 10_000)
 const EVENTS = Number(process.env.EVENTS ?? 50)
 const MARKER = "\"event\":\"message.created\""
 const EVENT_TIMEOUT_MS = 30_000
+/** `servers`: only 2 and 3, with a synthetic frame of the app's size (an A/B of the gateway without the app's 10k authorisations). */
+const TARGETS = process.env.REALTIME_TARGETS ?? "all"
 const ws = workspace("crm-bench-realtime-")
 
 interface Usage {
@@ -263,6 +266,12 @@ else if (role === "plain") servePlain()
 else {
   void runBench(async () => {
     console.log(`Realtime fan-out: ${SOCKETS} sockets on one company channel, ${EVENTS} events one at a time; ${machine()}, node ${process.version}`)
+    if (TARGETS === "servers") {
+      const sample = Pusher.channelEvent("private-company.1", "message.created", { seq: 1, event: "message.created", data: { text: "x".repeat(780) } })
+      print(await runServer(process.execPath, "gateway", "uws" in loadNativeUws() ? "uws" : "ws", sample))
+      print(await runServer(process.execPath, "plain", "ws", sample))
+      return
+    }
     const { result, sample } = await runApp()
     print(result)
     if (sample === undefined) throw new Error("no event reached the clients")
