@@ -1,59 +1,252 @@
 /**
- * Realtime fan-out: one gateway process (the real `RealtimeGateway`, so the Pusher protocol code of the
- * app) per engine, SOCKETS pusher clients subscribed to one private channel, PUBLISHES events of about
- * 300 bytes published back to back. Reports deliveries per second (until every socket has every event),
- * the gateway's CPU per publish and its memory. See bench/README.md.
+ * Realtime fan-out at SOCKETS sockets on one company channel, EVENTS events each, in one run:
  *
- *   npm run bench:realtime            (SOCKETS=1000 PUBLISHES=100 by default)
+ *   1. the app (child process, embedded PGlite unless DATABASE_URL is set): every socket authorised through
+ *      `POST /v1/broadcasting/auth` with the company's token; each event is a sandbox inbound message
+ *      (`POST /v1/channels/:id/sandbox/inbound`), timed from the request to the last client's
+ *      `message.created` (HTTP, write, commit, numbering, dispatch and fan-out);
+ *   2. the gateway alone (the app's `RealtimeGateway`, the same engine, in a process of its own),
+ *      publishing the very frame the app sent, timed from the publish command to the last client;
+ *   3. a plain `ws` server looping `client.send(text)` over the same number of sockets, same bytes.
  *
- * Engines: `ws` under the pinned Node; `uws` wherever a native build loads: under the pinned Node, else
- * under the machine's `node` on PATH outside node_modules (`NODE_FOR_UWS`, default /usr/bin/node), with
- * `ws` also run there so the two engines compare on the same Node.
+ * Reported per target: p50/p99/max of the time to the last client over the events, the engine, and
+ * for 2 and 3 the CPU per publish of the server process. The clients (bench/support/WsClients.ts) are
+ * raw TCP with hand-parsed frames, so the load generator costs as little as it can per delivery.
+ *
+ *   npm run bench:realtime                         SOCKETS=10000 EVENTS=50 by default
+ *   SOCKETS=1000 EVENTS=20 DATABASE_URL=… npm run bench:realtime
+ *   REALTIME_TARGETS=servers                       only 2 and 3 (a synthetic frame of about the app's size)
+ *   BENCH_CPU_PROF_DIR=/tmp/prof                   CPU profiles of the servers of 2 and 3 (gateway/, plain/)
+ *   NODE_FOR_UWS=/usr/bin/node                     also 2 with uWebSockets.js under that Node, if a build loads there
  */
 import { execFileSync, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { join } from "node:path"
 import { createInterface } from "node:readline"
 import { Effect, Layer } from "effect"
-import WebSocket from "ws"
+import { WebSocketServer } from "ws"
 import { RealtimeGateway } from "../src/realtime/Gateway.ts"
 import * as Pusher from "../src/realtime/Pusher.ts"
 import { loadNativeUws } from "../src/realtime/UwsTransport.ts"
-import { root, runBench, sleep } from "./support/Processes.ts"
-import { machine } from "./support/Report.ts"
+import { api, createCompany, startApp } from "./support/App.ts"
+import { benchDatabase } from "./support/Database.ts"
+import { root, runBench, sleep, workspace } from "./support/Processes.ts"
+import { machine, percentile } from "./support/Report.ts"
+import { type ClientPool, openPool } from "./support/WsClients.ts"
 
 const APP_KEY = "bench-key"
 const APP_SECRET = "bench-secret"
-const CHANNEL = "private-company.1"
-const SOCKETS = Number(process.env.SOCKETS ?? 1000)
-const PUBLISHES = Number(process.env.PUBLISHES ?? 100)
+const SOCKETS = Number(process.env.SOCKETS ?? 10_000)
+const EVENTS = Number(process.env.EVENTS ?? 50)
+const MARKER = "\"event\":\"message.created\""
+const EVENT_TIMEOUT_MS = 30_000
+/** `servers`: only 2 and 3, with a synthetic frame of the app's size (an A/B of the gateway without the app's 10k authorisations). */
+const TARGETS = process.env.REALTIME_TARGETS ?? "all"
+const ws = workspace("crm-bench-realtime-")
 
 interface Usage {
   readonly cpuMs: number
   readonly rssMb: number
 }
 
-/** The gateway side, in its own process: reads `publish N` and `usage` lines, answers JSON lines. */
-const serve = (engine: "uws" | "ws") =>
+const usage = (): Usage => {
+  const cpu = process.cpuUsage()
+  return { cpuMs: (cpu.user + cpu.system) / 1000, rssMb: process.memoryUsage().rss / 2 ** 20 }
+}
+
+/**
+ * A server process of its own, driven by lines on stdin: `publish <frame as JSON string>` publishes one
+ * frame, `usage` answers CPU and RSS. `gateway`: the app's RealtimeGateway; `plain`: a bare `ws` loop.
+ */
+const serveGateway = (engine: "uws" | "ws") =>
   Effect.gen(function*() {
     const gateway = yield* RealtimeGateway
-    const usage = (): Usage => {
-      const cpu = process.cpuUsage()
-      return { cpuMs: (cpu.user + cpu.system) / 1000, rssMb: process.memoryUsage().rss / 2 ** 20 }
-    }
     console.log(JSON.stringify({ port: gateway.port, engine: gateway.engine, node: process.version }))
     createInterface({ input: process.stdin }).on("line", (line) => {
-      if (line === "usage") console.log(JSON.stringify(usage()))
-      const publish = /^publish (\d+)$/.exec(line)
-      if (publish === null) return
-      const count = Number(publish[1])
-      Effect.runSync(Effect.forEach(Array.from({ length: count }, (_, n) => n), (n) =>
-        gateway.publish(CHANNEL, "message.created", { n, text: "x".repeat(240) }), { discard: true }))
-      console.log(JSON.stringify({ published: count }))
+      if (line === "usage") return console.log(JSON.stringify(usage()))
+      if (!line.startsWith("publish ")) return
+      // The frame the app sent, taken apart so that the gateway serialises it back to the same bytes.
+      const frame = JSON.parse(JSON.parse(line.slice(8))) as { event: string; channel: string; data: string }
+      Effect.runSync(gateway.publish(frame.channel, frame.event, JSON.parse(frame.data)))
+      console.log(JSON.stringify({ published: 1 }))
     })
     return yield* Effect.never
   }).pipe(
     Effect.provide(Layer.fresh(RealtimeGateway.layer({ host: "127.0.0.1", port: 0, appKey: APP_KEY, appSecret: APP_SECRET, engine, maxBackpressureBytes: 16 * 2 ** 20 }))),
     Effect.scoped
   )
+
+const servePlain = () => {
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0, perMessageDeflate: false })
+  wss.on("listening", () => {
+    console.log(JSON.stringify({ port: (wss.address() as { port: number }).port, engine: "plain ws loop", node: process.version }))
+  })
+  createInterface({ input: process.stdin }).on("line", (line) => {
+    if (line === "usage") return console.log(JSON.stringify(usage()))
+    if (!line.startsWith("publish ")) return
+    const text = JSON.parse(line.slice(8)) as string
+    for (const client of wss.clients) client.send(text)
+    console.log(JSON.stringify({ published: 1 }))
+  })
+}
+
+interface Result {
+  readonly target: string
+  readonly engine: string
+  readonly node: string
+  readonly times: ReadonlyArray<number>
+  /** This process's CPU per event: the clients reading the frames (and, for the app, the inbound request). */
+  readonly clientCpuMs: number
+  readonly cpuPerPublishMs?: number
+  readonly rssMb?: number
+}
+
+const summary = (r: Result) => {
+  const sorted = Float64Array.from(r.times.filter((t) => !Number.isNaN(t))).sort()
+  const missed = r.times.length - sorted.length
+  return {
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    max: sorted[sorted.length - 1] ?? Number.NaN,
+    missed
+  }
+}
+
+const print = (r: Result) => {
+  const s = summary(r)
+  console.log(
+    `  ${r.target.padEnd(14)} ${r.engine.padEnd(14)} Node ${r.node.padEnd(9)} to the last of ${SOCKETS}: p50 ${s.p50.toFixed(1).padStart(7)} ms` +
+      `  p99 ${s.p99.toFixed(1).padStart(7)} ms  max ${s.max.toFixed(1).padStart(7)} ms` +
+      `  clients CPU ${r.clientCpuMs.toFixed(1)} ms/event` +
+      (r.cpuPerPublishMs === undefined ? "" : `  server CPU ${r.cpuPerPublishMs.toFixed(1)} ms/publish, RSS ${r.rssMb!.toFixed(0)} MB`) +
+      (s.missed > 0 ? `  (${s.missed} events not delivered to every socket within ${EVENT_TIMEOUT_MS / 1000} s)` : "")
+  )
+}
+
+/** Times `publish()` to the last client, one event at a time. */
+const timeEvents = async (pool: ClientPool, publish: () => Promise<void>) => {
+  const times: Array<number> = []
+  const cpu = process.cpuUsage()
+  for (let n = 0; n < EVENTS; n++) {
+    const started = performance.now()
+    await publish()
+    const last = await pool.lastArrival(n, EVENT_TIMEOUT_MS)
+    times.push(last - started)
+    await sleep(50)
+  }
+  const used = process.cpuUsage(cpu)
+  return { times, clientCpuMs: (used.user + used.system) / 1000 / EVENTS }
+}
+
+// ---------------------------------------------------------------- 1. the app
+
+const runApp = async () => {
+  const database = process.env.DATABASE_URL === undefined ? undefined : await benchDatabase(process.env.DATABASE_URL, "crm_bench_realtime")
+  const mode = database === undefined ? "embedded" : "server"
+  const dataDir = mkdtempSync(join(ws.dir, "data-"))
+  process.env.PUSHER_APP_KEY = APP_KEY
+  process.env.PUSHER_APP_SECRET = APP_SECRET
+  const app = await startApp(ws, { mode, logLevel: "warn", profile: false, dataDir, databaseUrl: database?.url })
+  let pool: ClientPool | undefined
+  try {
+    const realtimePort = app.realtimePort
+    const { companyId, token } = await createCompany(app)
+    const call = api(app.base, token)
+    const channel = await call("POST", "/v1/channels", { type: "msgr_b", provider: "sandbox", name: "bench" })
+    if (channel.status !== 201) throw new Error(`create channel: ${JSON.stringify(channel)}`)
+    const inbound = (text: string) =>
+      call("POST", `/v1/channels/${channel.body.data.id}/sandbox/inbound`, { from: { external_id: "rt-1", name: "Realtime" }, text })
+    // The contact and conversation exist before timing: each timed inbound then emits one message.created.
+    if ((await inbound("warm-up")).status !== 201) throw new Error("warm-up inbound")
+    const channelName = `private-company.${companyId}`
+    const authorised = performance.now()
+    pool = await openPool({
+      port: realtimePort,
+      path: `/app/${APP_KEY}?protocol=7`,
+      sockets: SOCKETS,
+      opening: 32,
+      marker: MARKER,
+      maxEvents: EVENTS,
+      readyMarker: "pusher_internal:subscription_succeeded",
+      greet: async (first) => {
+        const socketId = (JSON.parse((JSON.parse(first) as { data: string }).data) as { socket_id: string }).socket_id
+        const grant = await call("POST", "/v1/broadcasting/auth", { socket_id: socketId, channel_name: channelName })
+        if (grant.status !== 200) throw new Error(`broadcasting auth: ${JSON.stringify(grant)}`)
+        return JSON.stringify({ event: "pusher:subscribe", data: { channel: channelName, auth: grant.body.auth, channel_data: grant.body.channel_data } })
+      }
+    })
+    console.log(`  app (${mode}): ${SOCKETS} sockets authorised through /v1/broadcasting/auth and subscribed in ${((performance.now() - authorised) / 1000).toFixed(1)} s`)
+    const engine = "uws" in loadNativeUws() ? "uws" : "ws"
+    const timed = await timeEvents(pool, async () => {
+      const res = await inbound("hello")
+      if (res.status !== 201) throw new Error(`inbound: ${JSON.stringify(res)}`)
+    })
+    return { result: { target: "app (inbound)", engine, node: process.version, ...timed } satisfies Result, sample: pool.sample() }
+  } finally {
+    pool?.close()
+    await app.stop()
+    await database?.drop()
+  }
+}
+
+// ---------------------------------------------------------------- 2 and 3: a server of its own
+
+const runServer = async (nodePath: string, role: "gateway" | "plain", engine: "uws" | "ws", sample: string) => {
+  const profile = process.env.BENCH_CPU_PROF_DIR === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF_DIR}/${role}`]
+  const child = spawn(nodePath, [...profile, "--import", "tsx", "bench/realtime.ts"], {
+    cwd: root,
+    env: { ...process.env, REALTIME_BENCH_ROLE: role, REALTIME_BENCH_ENGINE: engine, LOG_LEVEL: "warn" },
+    stdio: ["pipe", "pipe", "inherit"]
+  })
+  const replies = createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
+  const reply = async () => {
+    while (true) {
+      const next = await replies.next()
+      if (next.done) throw new Error("server exited")
+      if (next.value.startsWith("{")) return JSON.parse(next.value)
+    }
+  }
+  let pool: ClientPool | undefined
+  try {
+    const hello = (await reply()) as { port: number; engine: string; node: string }
+    const channel = (JSON.parse(sample) as { channel: string }).channel
+    pool = await openPool({
+      port: hello.port,
+      path: `/app/${APP_KEY}?protocol=7`,
+      sockets: SOCKETS,
+      marker: MARKER,
+      maxEvents: EVENTS,
+      ...(role === "plain" ? {} : {
+        readyMarker: "pusher_internal:subscription_succeeded",
+        greet: async (first: string) => {
+          const socketId = (JSON.parse((JSON.parse(first) as { data: string }).data) as { socket_id: string }).socket_id
+          return JSON.stringify({ event: "pusher:subscribe", data: { channel, auth: Pusher.authFor(APP_KEY, APP_SECRET, socketId, channel) } })
+        }
+      })
+    })
+    child.stdin!.write("usage\n")
+    const before = (await reply()) as Usage
+    const line = `publish ${JSON.stringify(sample)}\n`
+    const timed = await timeEvents(pool, async () => {
+      child.stdin!.write(line)
+      await reply()
+    })
+    child.stdin!.write("usage\n")
+    const after = (await reply()) as Usage
+    return {
+      target: role === "plain" ? "plain ws loop" : "gateway alone",
+      engine: hello.engine,
+      node: hello.node,
+      ...timed,
+      cpuPerPublishMs: (after.cpuMs - before.cpuMs) / EVENTS,
+      rssMb: after.rssMb
+    } satisfies Result
+  } finally {
+    pool?.close()
+    child.kill("SIGINT")
+    await new Promise((resolve) => child.once("exit", resolve))
+  }
+}
 
 const probeUws = (nodePath: string) => {
   try {
@@ -65,80 +258,36 @@ const probeUws = (nodePath: string) => {
   }
 }
 
-const run = async (nodePath: string, engine: "uws" | "ws") => {
-  const child = spawn(nodePath, ["--import", "tsx", "bench/realtime.ts"], {
-    cwd: root,
-    env: { ...process.env, REALTIME_BENCH_ROLE: "gateway", REALTIME_BENCH_ENGINE: engine, LOG_LEVEL: "warn" },
-    stdio: ["pipe", "pipe", "inherit"]
-  })
-  const replies = createInterface({ input: child.stdout! })[Symbol.asyncIterator]()
-  const reply = async () => {
-    while (true) {
-      const next = await replies.next()
-      if (next.done) throw new Error("gateway exited")
-      if (next.value.startsWith("{")) return JSON.parse(next.value)
-    }
-  }
-  try {
-    const hello = (await reply()) as { port: number; engine: string; node: string }
-    let received = 0
-    let allDone: () => void = () => {}
-    const done = new Promise<void>((resolve) => (allDone = resolve))
-    const sockets: Array<WebSocket> = []
-    const subscribed: Array<Promise<void>> = []
-    for (let i = 0; i < SOCKETS; i++) {
-      const ws = new WebSocket(`ws://127.0.0.1:${hello.port}/app/${APP_KEY}?protocol=7`)
-      sockets.push(ws)
-      subscribed.push(new Promise((resolve, reject) => {
-        ws.on("error", reject)
-        ws.on("message", (raw) => {
-          const frame = JSON.parse(raw.toString()) as { event: string; data: string }
-          if (frame.event === "pusher:connection_established") {
-            const socketId = (JSON.parse(frame.data) as { socket_id: string }).socket_id
-            ws.send(JSON.stringify({ event: "pusher:subscribe", data: { channel: CHANNEL, auth: Pusher.authFor(APP_KEY, APP_SECRET, socketId, CHANNEL) } }))
-          } else if (frame.event === "pusher_internal:subscription_succeeded") resolve()
-          else if (frame.event === "message.created" && ++received === SOCKETS * PUBLISHES) allDone()
-        })
-      }))
-      if (i % 200 === 199) await sleep(20)
-    }
-    await Promise.all(subscribed)
-    child.stdin!.write("usage\n")
-    const before = (await reply()) as Usage
-    const started = performance.now()
-    child.stdin!.write(`publish ${PUBLISHES}\n`)
-    await reply()
-    const timeout = sleep(120_000).then(() => {
-      throw new Error(`only ${received} of ${SOCKETS * PUBLISHES} deliveries within 120 s`)
-    })
-    await Promise.race([done, timeout])
-    const seconds = (performance.now() - started) / 1000
-    child.stdin!.write("usage\n")
-    const after = (await reply()) as Usage
-    for (const ws of sockets) ws.terminate()
-    const cpuPerPublish = (after.cpuMs - before.cpuMs) / PUBLISHES
-    console.log(
-      `${hello.engine.padEnd(4)} on Node ${hello.node.padEnd(9)} ${(SOCKETS * PUBLISHES / seconds).toFixed(0).padStart(9)} deliveries/s` +
-        `  ${(seconds * 1000).toFixed(0).padStart(6)} ms for all  gateway CPU ${cpuPerPublish.toFixed(2).padStart(6)} ms/publish` +
-        `  RSS ${after.rssMb.toFixed(0)} MB`
-    )
-  } finally {
-    child.kill("SIGTERM")
-  }
-}
-
 const role = process.env.REALTIME_BENCH_ROLE
-if (role === "gateway") {
-  Effect.runFork(serve(process.env.REALTIME_BENCH_ENGINE as "uws" | "ws").pipe(Effect.orDie))
-} else {
-  const otherNode = process.env.NODE_FOR_UWS ?? "/usr/bin/node"
-  const pinnedHasUws = "uws" in loadNativeUws()
-  const runs: Array<[string, "uws" | "ws"]> = [[process.execPath, "ws"]]
-  if (pinnedHasUws) runs.push([process.execPath, "uws"])
-  else if (otherNode !== process.execPath && probeUws(otherNode)) runs.push([otherNode, "ws"], [otherNode, "uws"])
-  else console.log(`uws: no native build loads under ${process.version} nor ${otherNode}; ws only`)
+// A clean exit writes the CPU profile (--cpu-prof).
+if (role !== undefined) process.on("SIGINT", () => process.exit(0))
+if (role === "gateway") Effect.runFork(serveGateway(process.env.REALTIME_BENCH_ENGINE as "uws" | "ws").pipe(Effect.orDie))
+else if (role === "plain") servePlain()
+else {
   void runBench(async () => {
-    console.log(`realtime fan-out: ${SOCKETS} sockets on one channel, ${PUBLISHES} publishes of ~300 bytes; ${machine()}`)
-    for (const [nodePath, engine] of runs) await run(nodePath, engine)
-  })
+    console.log(`Realtime fan-out: ${SOCKETS} sockets on one company channel, ${EVENTS} events one at a time; ${machine()}, node ${process.version}`)
+    if (TARGETS === "servers") {
+      const sample = Pusher.channelEvent("private-company.1", "message.created", { seq: 1, event: "message.created", data: { text: "x".repeat(780) } })
+      print(await runServer(process.execPath, "gateway", "uws" in loadNativeUws() ? "uws" : "ws", sample))
+      print(await runServer(process.execPath, "plain", "ws", sample))
+      return
+    }
+    const { result, sample } = await runApp()
+    print(result)
+    if (sample === undefined) throw new Error("no event reached the clients")
+    console.log(`  frame: ${Buffer.byteLength(sample)} bytes`)
+    const engine = result.engine as "uws" | "ws"
+    const gateway = await runServer(process.execPath, "gateway", engine, sample)
+    print(gateway)
+    const plain = await runServer(process.execPath, "plain", "ws", sample)
+    print(plain)
+    const p99 = (r: Result) => summary(r).p99
+    console.log(`  plain ws loop p99 ÷ gateway alone p99 = ${(p99(plain) / p99(gateway)).toFixed(2)} (goal ≥ 3); ÷ app = ${(p99(plain) / p99(result)).toFixed(2)}`)
+    console.log(`  app p99 ${p99(result).toFixed(1)} ms (goal ≤ 50 ${p99(result) <= 50 ? "met" : "NOT met"})`)
+    const otherNode = process.env.NODE_FOR_UWS
+    if (engine !== "uws" && otherNode !== undefined && probeUws(otherNode)) {
+      print(await runServer(otherNode, "gateway", "uws", sample))
+      print(await runServer(otherNode, "plain", "ws", sample))
+    }
+  }, ws.cleanup)
 }

@@ -12,17 +12,21 @@
  *   BENCH_MODES=server,server-async DATABASE_URL=… npx tsx bench/send.ts   (server-async: synchronous_commit=off)
  *   BENCH_RATES=1000,2000,3000 BENCH_SECONDS=10 BENCH_WARMUP_S=2 BENCH_THREADS=256 BENCH_CONNECTIONS=256
  *   BENCH_CPU_PROF=1                                 profile the app during the first rate; prints the hot spots
+ *   BENCH_CPU_PROF_KEEP=/tmp/prof                    keeps the profile there
+ *   BENCH_SQL_COUNT=1                                server modes: the app's SQL through a counting proxy during the first
+ *                                                    rate; prints statements, pipelined cycles and commits per send
  */
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { mkdtempSync } from "node:fs"
+import { cpSync, mkdtempSync } from "node:fs"
 import * as net from "node:net"
 import { join } from "node:path"
 import { AppConfig } from "../src/platform/Config.ts"
 import { SqlLayer } from "../src/platform/Sql.ts"
 import { api, createCompany, RATE_LIMIT_PER_WINDOW, requestedModes, startApp } from "./support/App.ts"
 import { benchDatabase, pgLayer, runSql } from "./support/Database.ts"
-import { runBench, sleep, workspace } from "./support/Processes.ts"
+import { cpuMsOf, runBench, sleep, workspace } from "./support/Processes.ts"
+import { countsBetween, pgCounter } from "./support/PgCounter.ts"
 import { summarizeProfile } from "./support/Profile.ts"
 import { rawRequest, responseReader } from "./support/RawHttp.ts"
 import { machine, percentile, tally } from "./support/Report.ts"
@@ -35,6 +39,7 @@ const RATES = (process.env.BENCH_RATES ?? "25,50,100,150,200,250,300,400,500,750
 const BARE_SECONDS = Number(process.env.BENCH_BARE_SECONDS ?? 10)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info"
 const PROFILE = process.env.BENCH_CPU_PROF === "1"
+const SQL_COUNT = process.env.BENCH_SQL_COUNT === "1"
 /** `server-async`: server mode on a database with `synchronous_commit = off` (commits do not wait for the WAL flush). */
 type Mode = "embedded" | "server" | "server-async"
 /** A rate is sustained when the answers keep up with the arrivals and the tail stays bounded. */
@@ -191,7 +196,15 @@ interface Seeded {
 }
 
 const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefined) => {
-  const app = await startApp(ws, { mode, logLevel: LOG_LEVEL, profile: PROFILE, dataDir, databaseUrl })
+  const counter = SQL_COUNT && databaseUrl !== undefined
+    ? await pgCounter(new URL(databaseUrl).hostname, Number(new URL(databaseUrl).port || 5432))
+    : undefined
+  const appUrl = counter === undefined ? databaseUrl : (() => {
+    const url = new URL(databaseUrl!)
+    url.host = `127.0.0.1:${counter.port}`
+    return url.toString()
+  })()
+  const app = await startApp(ws, { mode, logLevel: LOG_LEVEL, profile: PROFILE, dataDir, databaseUrl: appUrl })
   const { port, base } = app
   try {
     const { companyId, token } = await createCompany(app)
@@ -238,15 +251,20 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
     }
     for (const rate of RATES) {
       const before = await countOnChannel()
+      const sqlBefore = counter?.snapshot()
+      const backends = databaseUrl === undefined ? [] : await backendPids(databaseUrl)
+      const cpuBefore = { app: cpuMsOf([app.pid]), db: cpuMsOf(backends) }
       const result = await openLoop(port, rate, requestFor(runId++))
+      const cpu = { app: (cpuMsOf([app.pid]) - cpuBefore.app) / result.answered, db: (cpuMsOf(backends) - cpuBefore.db) / result.answered }
+      if (counter !== undefined) reportSql(countsBetween(sqlBefore!, counter.snapshot()), result.answered)
       const after = await countOnChannel()
       // Checked after timing: one stored message per 201, none for anything else.
       expect(`messages stored at ${rate}/s`, storedOk(after - before, result), { before, after, created: result.created, answered: result.answered, sent: result.sent })
       rows.push(result)
       const sustained = result.rps >= rate * KEEPS_UP && result.p99 <= P99_BOUND_MS && result.created === result.sent
       const unanswered = result.sent - result.answered
-      console.log(`  ${mode} ${String(rate).padStart(5)}/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, statuses ${JSON.stringify(Object.fromEntries(result.statuses))}${unanswered > 0 ? `, ${unanswered} unanswered` : ""}${sustained ? "" : "  (not sustained)"}`)
-      if (PROFILE || !sustained) break
+      console.log(`  ${mode} ${String(rate).padStart(5)}/s → ${result.rps.toFixed(0).padStart(5)} sends/s, p50 ${result.p50.toFixed(2)} ms, p99 ${result.p99.toFixed(2)} ms, CPU per send: app ${cpu.app.toFixed(2)} ms${backends.length > 0 ? `, PostgreSQL ${cpu.db.toFixed(2)} ms` : ""}, statuses ${JSON.stringify(Object.fromEntries(result.statuses))}${unanswered > 0 ? `, ${unanswered} unanswered` : ""}${sustained ? "" : "  (not sustained)"}`)
+      if (PROFILE || counter !== undefined || !sustained) break
       await sleep(1000)
     }
     // The latency goal is stated at 1000/s: measured there too when the ladder stopped not far below
@@ -265,7 +283,19 @@ const runApp = async (mode: Mode, dataDir: string, databaseUrl: string | undefin
     return { rows, seeded, profDir: app.profDir }
   } finally {
     await app.stop()
+    await counter?.close()
   }
+}
+
+/** The app's PostgreSQL backends (its pool and listener; `application_name` crm), for their CPU time. */
+const backendPids = async (url: string) =>
+  (await runSql<{ pid: number }>(url, `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'crm'`)).map((r) => r.pid)
+
+/** Per send, over everything the app ran while the rate ran (background work included). */
+const reportSql = (counts: ReturnType<typeof countsBetween>, sends: number) => {
+  const per = (n: number) => (n / sends).toFixed(2)
+  console.log(`  SQL over ${sends} sends: ${per(counts.executes)} statements, ${per(counts.syncs)} pipelined cycles, ${per(counts.commits)} commits per send`)
+  for (const [text, n] of counts.byText.slice(0, 25)) console.log(`    ${per(n).padStart(6)}  ${text.slice(0, 150)}`)
 }
 
 // ---------------------------------------------------------------- the bare loop
@@ -326,23 +356,9 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
           SELECT 1`
       })
 
-    // The app's sequencer: numbers committed events in batches, one transaction per batch.
-    const sequence = Effect.gen(function*() {
-      yield* sql`SELECT event_seq FROM companies WHERE id = ${seeded.companyId} FOR NO KEY UPDATE`
-      const notice = notify ? sql`, pg_notify('crm_bench', json_build_object('c', e.company_id, 'i', e.seq)::text)` : sql``
-      return yield* sql`
-        WITH pending AS (
-          SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE company_id = ${seeded.companyId} AND seq IS NULL
-        ), bumped AS (
-          UPDATE companies SET event_seq = event_seq + (SELECT count(*) FROM pending)
-          WHERE id = ${seeded.companyId} AND EXISTS (SELECT 1 FROM pending)
-          RETURNING event_seq - (SELECT count(*) FROM pending) AS base
-        ), e AS (
-          UPDATE events ev SET seq = bumped.base + pending.n FROM pending, bumped WHERE ev.id = pending.id
-          RETURNING ev.company_id, ev.seq
-        )
-        SELECT e.seq ${notice} FROM e`
-    }).pipe(sql.withTransaction)
+    // The app's sequencer: numbers committed events in batches, one statement per batch (migration 0140).
+    const sequence = sql`
+      SELECT seq FROM number_events(${seeded.companyId}, ${notify ? "crm_bench" : null}::text, 'bare'::text, 7000)`
 
     // Checked before timing: one iteration writes one message and one event, which the sequencer numbers.
     const [{ before }] = yield* sql<{ before: number }>`SELECT count(*)::int AS before FROM messages WHERE company_id = ${seeded.companyId}`
@@ -425,7 +441,10 @@ const main = async () => {
           console.log(`  at ${r.target}/s: non-201 answers ${JSON.stringify(Object.fromEntries(non201))}`)
         }
       }
-      if (PROFILE) summarizeProfile(profDir)
+      if (PROFILE) {
+        summarizeProfile(profDir, { inclusiveByFile: true })
+        if (process.env.BENCH_CPU_PROF_KEEP !== undefined) cpSync(profDir, process.env.BENCH_CPU_PROF_KEEP, { recursive: true })
+      }
     } finally {
       await database?.drop()
     }

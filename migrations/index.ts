@@ -30,6 +30,7 @@ import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
 import _0115_automation_trigger_cursors from "./0115_automation_trigger_cursors.ts"
 import _0130_kamailio from "./0130_kamailio.ts"
 import _0135_idempotency_settle from "./0135_idempotency_settle.ts"
+import _0140_event_numbering from "./0140_event_numbering.ts"
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */export const migrations = {
   "0001_kernel": _0001_kernel,
   "0002_messaging": _0002_messaging,
@@ -62,5 +63,6 @@ import _0135_idempotency_settle from "./0135_idempotency_settle.ts"
   "0105_idempotency_pending": _0105_idempotency_pending,
   "0115_automation_trigger_cursors": _0115_automation_trigger_cursors,
   "0130_kamailio": _0130_kamailio,
-  "0135_idempotency_settle": _0135_idempotency_settle
+  "0135_idempotency_settle": _0135_idempotency_settle,
+  "0140_event_numbering": _0140_event_numbering
 }

@@ -25,19 +25,23 @@ export interface AppOptions {
 export interface AppProcess {
   readonly port: number
   readonly base: string
+  /** The realtime gateway's port (`REALTIME_PORT`). */
+  readonly realtimePort: number
   readonly platformKey: string
   readonly profDir: string
+  readonly pid: number
   readonly stop: () => Promise<void>
 }
 
 /** The app as a child process (`node --import tsx src/main.ts`) on fresh ports, once `/health` answers. */
 export const startApp = async (ws: Workspace, options: AppOptions): Promise<AppProcess> => {
   const port = await freePort()
+  const realtimePort = await freePort()
   const platformKey = `bench-${Math.random().toString(36).slice(2)}`
   const env: Record<string, string | undefined> = {
     ...process.env,
     PORT: String(port),
-    REALTIME_PORT: String(await freePort()),
+    REALTIME_PORT: String(realtimePort),
     RUNNER_PORT: String(await freePort()),
     HOST: "127.0.0.1",
     PLATFORM_API_KEY: platformKey,
@@ -58,7 +62,7 @@ export const startApp = async (ws: Workspace, options: AppOptions): Promise<AppP
     await stop(app)
     throw error
   }
-  return { port, base, platformKey, profDir, stop: () => stop(app) }
+  return { port, base, realtimePort, platformKey, profDir, pid: app.pid!, stop: () => stop(app) }
 }
 
 /** A JSON API call with an optional bearer token; answers the status and the parsed body (undefined if not JSON). */

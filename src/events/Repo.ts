@@ -59,41 +59,14 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
-      const sequence = (companyId: CompanyId, notify: Notify | null) => {
-        const announce = notify === null ? sql`` : sql`, pg_notify(${notify.channel}, CASE
-            WHEN octet_length(n.inline) <= ${notify.inlineLimit} THEN n.inline
-            ELSE json_build_object('n', ${notify.node}::text, 'c', e.company_id, 'i', e.seq)::text END)`
-        const inline = notify === null ? sql`` : sql`, LATERAL (SELECT json_build_object('n', ${notify.node}::text, 'c', e.company_id,
-            'i', e.seq, 'e', json_build_object('seq', e.seq, 'event', e.key, 'company_id', e.company_id,
-            'occurred_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', e.payload))::text AS inline) n`
-        const numbering = Effect.gen(function*() {
-          // Locked by its own statement first: the numbering statement's snapshot is then taken after
-          // any sequencer before this one committed, so it never sees their events as unnumbered.
-          // NO KEY: writers' foreign keys to the company (KEY SHARE) must not wait for this lock.
-          yield* sql`SELECT event_seq FROM companies WHERE id = ${companyId} FOR NO KEY UPDATE`
-          return yield* sql<EventRow>`
-            WITH pending AS (
-              SELECT id, row_number() OVER (ORDER BY id) AS n FROM events
-              WHERE company_id = ${companyId} AND seq IS NULL
-            ), bumped AS (
-              UPDATE companies SET event_seq = event_seq + (SELECT count(*) FROM pending)
-              WHERE id = ${companyId} AND EXISTS (SELECT 1 FROM pending)
-              RETURNING event_seq - (SELECT count(*) FROM pending) AS base
-            ), e AS (
-              UPDATE events ev SET seq = bumped.base + pending.n FROM pending, bumped
-              WHERE ev.id = pending.id
-              RETURNING ev.id, ev.company_id, ev.seq, ev.key, ev.payload, ev.created_at
-            )
-            SELECT e.id, e.company_id, e.seq, e.key, e.payload, e.created_at ${announce} FROM e ${inline} ORDER BY e.seq`
-        }).pipe(sql.withTransaction, Effect.map((rows) => rows.map(toEnvelope)))
-        // A read of the partial index first: with nothing to number (every replay, most sweeps, the
-        // run after a batch) no row lock is taken and nothing is written or flushed.
-        return sql<{ pending: boolean }>`
-          SELECT EXISTS (SELECT 1 FROM events WHERE company_id = ${companyId} AND seq IS NULL) AS pending`.pipe(
-          Effect.flatMap((rows) => rows[0].pending ? numbering : Effect.succeed([])),
+      // One statement (migration 0140): the check, the counter lock, the numbering and the NOTIFYs.
+      const sequence = (companyId: CompanyId, notify: Notify | null) =>
+        sql<EventRow>`
+          SELECT id, company_id, seq, key, payload, created_at
+          FROM number_events(${companyId}, ${notify?.channel ?? null}::text, ${notify?.node ?? null}::text, ${notify?.inlineLimit ?? 0}::int)`.pipe(
+          Effect.map((rows) => rows.map(toEnvelope)),
           Effect.orDie
         )
-      }
 
       const unsequenced = (olderThanMs: number) =>
         sql<{ company_id: number }>`

@@ -1,9 +1,34 @@
 import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { AddressInfo, Socket } from "node:net"
 import { WebSocket, WebSocketServer } from "ws"
 import { appKeyOf, type Listening, type Transport, type TransportOptions, type TransportSocket } from "./Transport.ts"
 
 const CLOSE_GRACE_MS = 5_000
+
+/** An unmasked, final text frame (RFC 6455 5.2): what a server sends, built once for every socket of a publish. */
+export const textFrame = (text: string): Buffer => {
+  const payload = Buffer.from(text)
+  const length = payload.length
+  const header = length < 126
+    ? Buffer.from([0x81, length])
+    : length < 65_536
+    ? Buffer.from([0x81, 126, length >> 8, length & 0xff])
+    : (() => {
+      const h = Buffer.alloc(10)
+      h[0] = 0x81
+      h[1] = 127
+      h.writeBigUInt64BE(BigInt(length), 2)
+      return h
+    })()
+  return Buffer.concat([header, payload])
+}
+
+/**
+ * The socket under a `ws` connection. Without permessage-deflate (off here) and without Blob data
+ * (never sent here) `ws` writes every frame synchronously and queues nothing of its own, so a frame
+ * written here directly keeps its place among the frames `ws.send` writes.
+ */
+const rawSocket = (ws: WebSocket): Socket | undefined => (ws as unknown as { readonly _socket?: Socket })._socket
 
 /** The pure-JS adapter (`ws`): any runtime with `node:http`, Node of any version and Deno included. */
 export const WsTransport: Transport = {
@@ -11,6 +36,7 @@ export const WsTransport: Transport = {
   listen: <D>(options: TransportOptions<D>) =>
     new Promise<Listening<D>>((resolve, reject) => {
       const sockets = new Map<WebSocket, { readonly socket: TransportSocket<D>; seen: number }>()
+      const connections = new WeakMap<TransportSocket<D>, WebSocket>()
       const server = createServer((_req, res) => {
         res.writeHead(404).end()
       })
@@ -26,23 +52,27 @@ export const WsTransport: Transport = {
         sockets.delete(ws)
         options.close(entry.socket)
       }
-      const wrap = (ws: WebSocket, data: D): TransportSocket<D> => ({
-        data,
-        send: (text) => {
-          if (ws.readyState !== WebSocket.OPEN) return
-          // The hard stop uWS applies with closeOnBackpressureLimit.
-          if (ws.bufferedAmount > options.maxBackpressureBytes) return void ws.terminate()
-          ws.send(text)
-        },
-        end: (code, reason) => {
-          ws.close(code, reason)
-          gone(ws)
-          setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref()
-        },
-        bufferedAmount: () => ws.bufferedAmount,
-        subscribe: () => {},
-        unsubscribe: () => {}
-      })
+      const wrap = (ws: WebSocket, data: D): TransportSocket<D> => {
+        const socket: TransportSocket<D> = {
+          data,
+          send: (text) => {
+            if (ws.readyState !== WebSocket.OPEN) return
+            // The hard stop uWS applies with closeOnBackpressureLimit.
+            if (ws.bufferedAmount > options.maxBackpressureBytes) return void ws.terminate()
+            ws.send(text)
+          },
+          end: (code, reason) => {
+            ws.close(code, reason)
+            gone(ws)
+            setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref()
+          },
+          bufferedAmount: () => ws.bufferedAmount,
+          subscribe: () => {},
+          unsubscribe: () => {}
+        }
+        connections.set(socket, ws)
+        return socket
+      }
 
       server.on("upgrade", (req, tcp, head) => {
         const key = appKeyOf(options.roots, req.url ?? "/")
@@ -83,8 +113,21 @@ export const WsTransport: Transport = {
         server.off("error", reject)
         resolve({
           port: (server.address() as AddressInfo).port,
+          // The frame is encoded once per publish and the same bytes written to every socket: per socket
+          // that is one write, where `ws.send` would encode the text, build a header and cork two writes.
           publish: (_topic, text, subscribers) => {
-            for (const socket of subscribers) socket.send(text)
+            const frame = textFrame(text)
+            for (const socket of subscribers) {
+              const ws = connections.get(socket)
+              if (ws === undefined || ws.readyState !== WebSocket.OPEN) continue
+              if (ws.bufferedAmount > options.maxBackpressureBytes) {
+                ws.terminate()
+                continue
+              }
+              const tcp = rawSocket(ws)
+              if (tcp === undefined) ws.send(text)
+              else tcp.write(frame)
+            }
           },
           close: () => {
             clearInterval(sweep)

@@ -72,6 +72,26 @@ describe("GET /v1/events", () => {
     assert.sameMembers(items.map((e) => e.data.id), range(0, 20))
   })
 
+  it("a numbering pass that waits for another's lock numbers only what that one left", async () => {
+    const a = await createCompany(server)
+    const base = (await replay(a.token)).body.data.next_after as number
+    const seqOf = await server.runInApp(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const events = yield* Events
+      // Committed and unnumbered, with no numbering pass asked for (what a runner that died leaves).
+      yield* sql`INSERT INTO events (company_id, key, payload) SELECT ${a.id}, 'contact.updated', '{}'::jsonb FROM generate_series(1, 3)`
+      // The first pass numbers them and keeps the counter locked (its transaction stays open); the second
+      // starts meanwhile and has to wait. Having waited, it must see them numbered, not number them again.
+      const first = sql.withTransaction(Effect.andThen(events.replay(a.id, 0, 1), Effect.sleep("400 millis")))
+      const second = Effect.andThen(Effect.sleep("100 millis"), sql.withTransaction(events.replay(a.id, 0, 1)))
+      yield* Effect.all([first, second], { concurrency: 2, discard: true })
+      return yield* sql<{ seq: number }>`SELECT seq FROM events WHERE company_id = ${a.id} AND seq > ${base} ORDER BY id`
+    }))
+    assert.deepStrictEqual(seqOf.map((r) => Number(r.seq)), range(base + 1, 3))
+    const items = (await replay(a.token, `?after=${base}`)).body.data.items as ReadonlyArray<Envelope>
+    assert.deepStrictEqual(seqs(items), range(base + 1, 3))
+  })
+
   it("pages with after and limit, and answers an empty page past the end", async () => {
     const a = await createCompany(server)
     const base = (await replay(a.token)).body.data.next_after as number

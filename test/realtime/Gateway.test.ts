@@ -236,6 +236,23 @@ layer(RealtimeGateway.layer({ host: "127.0.0.1", port: 0, appKey: APP_KEY, appSe
       assert.strictEqual(yield* next(messages), "plain string")
     }))
 
+  it.effect("published frames of every length encoding arrive intact, in order with the socket's own replies", () =>
+    Effect.gen(function*() {
+      const gateway = yield* RealtimeGateway
+      const client = yield* connectRawEstablished()
+      const channel = "private-company.7"
+      assert.strictEqual((yield* rawSubscribe(client, channel)).event, "pusher_internal:subscription_succeeded")
+      // Two-byte characters: a frame length counted in characters instead of bytes would cut them.
+      for (const size of [1, 200, 70_000]) {
+        yield* gateway.publish(channel, "message.created", { text: "é".repeat(size) })
+        client.ws.send(JSON.stringify({ event: "pusher:ping", data: {} }))
+        const frame = yield* next(client.inbox)
+        assert.strictEqual(frame.event, "message.created")
+        assert.deepStrictEqual(dataOf(frame), { text: "é".repeat(size) })
+        assert.strictEqual((yield* next(client.inbox)).event, "pusher:pong")
+      }
+    }))
+
   it.effect("a subscription signed for another channel is refused and gets nothing from it", () =>
     Effect.gen(function*() {
       const gateway = yield* RealtimeGateway
