@@ -15,6 +15,7 @@
  *
  *   DATABASE_URL=postgres://… npx tsx bench/webhooks.ts
  */
+import { cpSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { api, type AppProcess, startApp } from "./support/App.ts"
@@ -33,6 +34,8 @@ const ws = workspace("crm-bench-webhooks-")
 // ---------------------------------------------------------------- receiver
 
 interface Seen {
+  path: string
+  eventId: number
   firstAt: number
   createdAt: number
   succeeded: boolean
@@ -54,7 +57,7 @@ const receiver = () => {
       let entry = seen.get(key)
       if (entry === undefined) {
         const body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-        entry = { firstAt: now, createdAt: Date.parse(body.created_at), succeeded: false }
+        entry = { path: req.url ?? "", eventId: Number(String(req.headers["webhook-id"]).slice(4)), firstAt: now, createdAt: Date.parse(body.created_at), succeeded: false }
         seen.set(key, entry)
       } else if (entry.succeeded) duplicatesAfterSuccess++
       if (up) {
@@ -103,19 +106,26 @@ const createContacts = async (app: AppProcess, companies: ReadonlyArray<{ token:
   const total = Math.round(rate * seconds)
   const started = Date.now()
   const pending: Array<Promise<number>> = []
+  const apiMs: Array<number> = []
   for (let i = 0; i < total; i++) {
     const due = started + (i * 1000) / rate
     const wait = due - Date.now()
     if (wait > 0) await sleep(wait)
     const c = companies[i % companies.length]
     // The server drops idle keep-alive sockets after 5 s; a request that met one is sent again once.
-    const send = () => api(app.base, c.token)("POST", "/v1/contacts", { firstName: `C${i}` }).then((r) => r.status)
+    const send = () => {
+      const t = Date.now()
+      return api(app.base, c.token)("POST", "/v1/contacts", { firstName: `C${i}` }).then((r) => {
+        apiMs.push(Date.now() - t)
+        return r.status
+      })
+    }
     pending.push(send().catch(() => send()).catch(() => 0))
   }
   const statuses = await Promise.all(pending)
   const created = statuses.filter((s) => s === 201).length
   if (created !== total) throw new Error(`only ${created} of ${total} contacts were created: ${[...new Set(statuses)]}`)
-  return created
+  return { created, sendingMs: Date.now() - started, api: summary(apiMs) }
 }
 
 // ---------------------------------------------------------------- main
@@ -130,7 +140,7 @@ const main = async () => {
   process.env.WEBHOOK_ALLOW_PRIVATE = "true"
   process.env.WEBHOOK_ALLOW_HTTP = "true"
   process.env.REALTIME_DISABLED = "true"
-  const app = await startApp(ws, { mode: "server", databaseUrl: db.url, dataDir: ws.dir, logLevel: "warn", profile: false })
+  const app = await startApp(ws, { mode: "server", databaseUrl: db.url, dataDir: ws.dir, logLevel: "warn", profile: process.env.BENCH_PROFILE === "true" })
   try {
     const companies = []
     for (let i = 0; i < INTEGRATIONS; i++) {
@@ -166,17 +176,37 @@ const main = async () => {
     // 2. Steady
     const before = rx.seen.size
     const steadyStart = Date.now()
-    const steady = await createContacts(app, companies, RATE, SECONDS)
+    const steadyRun = await createContacts(app, companies, RATE, SECONDS)
+    const steady = steadyRun.created
     await waitUntil("the steady deliveries", () => rx.succeeded() >= BURST + steady, 120_000)
     const latencies = [...rx.seen.values()].filter((s) => s.firstAt >= steadyStart).map((s) => s.firstAt - s.createdAt)
     const l = summary(latencies)
     console.log(`steady: ${steady} contacts at ${RATE}/s through the API (${rx.seen.size - before} deliveries)`)
     console.log(`  commit-to-first-attempt p50 ${l.p50} ms, p95 ${l.p95} ms, p99 ${l.p99} ms, max ${l.max} ms`)
+    console.log(`  sent in ${(steadyRun.sendingMs / 1000).toFixed(1)} s; API answer p50 ${steadyRun.api.p50} ms, p99 ${steadyRun.api.p99} ms`)
+    // Where the time goes: event insert → its outbox row (numbering, wake-up, claim) → first request.
+    const rows = await runSql<{ event_id: string; path: string; made: Date; created: Date }>(db.url, `
+      SELECT d.event_id, regexp_replace(i.settings->>'url', '^https?://[^/]+', '') AS path, d.created_at AS made, e.created_at AS created
+      FROM webhook_deliveries d JOIN events e ON e.id = d.event_id JOIN integrations i ON i.id = d.integration_id
+      WHERE e.created_at >= $1::timestamptz`, [new Date(steadyStart).toISOString()])
+    const made = new Map(rows.map((r) => [`${r.path}|${r.event_id}`, new Date(r.made).getTime() - new Date(r.created).getTime()]))
+    const toRow: Array<number> = []
+    const toAttempt: Array<number> = []
+    for (const s of rx.seen.values()) {
+      if (s.firstAt < steadyStart) continue
+      const m = made.get(`${s.path}|${s.eventId}`)
+      if (m === undefined) continue
+      toRow.push(m)
+      toAttempt.push(s.firstAt - s.createdAt - m)
+    }
+    const a = summary(toRow)
+    const b = summary(toAttempt)
+    console.log(`  event → outbox row p50 ${a.p50} ms, p99 ${a.p99} ms; outbox row → first attempt p50 ${b.p50} ms, p99 ${b.p99} ms`)
 
     // 3. Outage
     const expected = BURST + steady + Math.round(OUTAGE_RATE * OUTAGE_S)
     rx.setUp(false)
-    const outage = await createContacts(app, companies, OUTAGE_RATE, OUTAGE_S)
+    const outage = (await createContacts(app, companies, OUTAGE_RATE, OUTAGE_S)).created
     rx.setUp(true)
     const back = Date.now()
     await waitUntil("the backlog", () => rx.succeeded() >= BURST + steady + outage, 900_000)
@@ -190,6 +220,11 @@ const main = async () => {
     if (lost !== 0 || final.duplicatesAfterSuccess !== 0 || duplicatesAfterSuccess !== 0) throw new Error("delivery check failed")
   } finally {
     await app.stop()
+    if (process.env.BENCH_PROFILE === "true") {
+      const out = process.env.BENCH_PROFILE_OUT ?? "/tmp/webhooks-profile"
+      cpSync(app.profDir, out, { recursive: true })
+      console.log(`profile: ${out}`)
+    }
     await rx.close()
     await db.drop().catch((error) => console.error("could not drop the bench database", error))
   }

@@ -27,6 +27,7 @@ import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
 import _0100_company_country_status from "./0100_company_country_status.ts"
 import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
 import _0102_mail_delivery from "./0102_mail_delivery.ts"
+import _0120_webhook_cursors from "./0120_webhook_cursors.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -58,5 +59,6 @@ export const migrations = {
   "0100_company_country_status": _0100_company_country_status,
   "0101_phones_renormalised": _0101_phones_renormalised,
   "0102_mail_delivery": _0102_mail_delivery,
-  "0105_idempotency_pending": _0105_idempotency_pending
+  "0105_idempotency_pending": _0105_idempotency_pending,
+  "0120_webhook_cursors": _0120_webhook_cursors
 }
