@@ -15,7 +15,7 @@
  *
  *   DATABASE_URL=postgres://… npx tsx bench/webhooks.ts
  */
-import { cpSync } from "node:fs"
+import { cpSync, readFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { api, type AppProcess, startApp } from "./support/App.ts"
@@ -128,6 +128,20 @@ const createContacts = async (app: AppProcess, companies: ReadonlyArray<{ token:
   return { created, sendingMs: Date.now() - started, api: summary(apiMs) }
 }
 
+/** CPU time (user + system, ms) of the app and of the database's server processes: far less sensitive to load than wall time. */
+const cpu = async (app: AppProcess, url: string) => {
+  const ticks = (pid: number | undefined) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ")
+      return Number(fields[11]) + Number(fields[12])
+    } catch {
+      return 0
+    }
+  }
+  const backends = await runSql<{ pid: number }>(url, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+  return { app: ticks(app.pid) * 10, db: backends.reduce((sum, b) => sum + ticks(b.pid), 0) * 10 }
+}
+
 // ---------------------------------------------------------------- main
 
 const main = async () => {
@@ -159,6 +173,7 @@ const main = async () => {
 
     // 1. Burst
     const ids = companies.map((c) => c.id).join(",")
+    const cpuBefore = await cpu(app, db.url)
     const burstStart = Date.now()
     await runSql(db.url, `
       INSERT INTO events (company_id, key, payload, created_at)
@@ -166,12 +181,16 @@ const main = async () => {
       FROM generate_series(1, ${BURST}) n, LATERAL (SELECT (ARRAY[${ids}])[1 + n % ${INTEGRATIONS}] AS c) x`)
     const inserted = Date.now()
     await waitUntil("the burst", () => rx.succeeded() >= BURST, 600_000)
+    const cpuAfter = await cpu(app, db.url)
     const firsts = [...rx.seen.values()].map((s) => s.firstAt)
     const first = Math.min(...firsts)
     const last = Math.max(...firsts)
     console.log(`burst: ${BURST} events over ${INTEGRATIONS} integrations, inserted in ${inserted - burstStart} ms`)
     console.log(`  first delivery ${first - inserted} ms after the insert (the sequencer's sweep numbers rows written outside the app after ~1 s)`)
     console.log(`  ${BURST} deliveries in ${((last - first) / 1000).toFixed(1)} s: ${Math.round(BURST / ((last - first) / 1000))} deliveries/s`)
+    const perK = (ms: number) => ((ms / BURST) * 1000).toFixed(0)
+    console.log(`  CPU per 1,000 deliveries: app ${perK(cpuAfter.app - cpuBefore.app)} ms, PostgreSQL ${perK(cpuAfter.db - cpuBefore.db)} ms (capacity on one free core: ${
+      Math.round(BURST / ((cpuAfter.app - cpuBefore.app) / 1000))} deliveries/s for the app)`)
 
     // 2. Steady
     const before = rx.seen.size

@@ -27,6 +27,7 @@ export interface AppProcess {
   readonly base: string
   readonly platformKey: string
   readonly profDir: string
+  readonly pid: number | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -58,7 +59,7 @@ export const startApp = async (ws: Workspace, options: AppOptions): Promise<AppP
     await stop(app)
     throw error
   }
-  return { port, base, platformKey, profDir, stop: () => stop(app) }
+  return { port, base, platformKey, profDir, pid: app.pid, stop: () => stop(app) }
 }
 
 /** A JSON API call with an optional bearer token; answers the status and the parsed body (undefined if not JSON). */
