@@ -108,8 +108,8 @@ const waitUntil = async (what: string, done: () => boolean, timeoutMs: number) =
 
 /**
  * Appends events at `rate`/s as another runner of the app would: numbered by the company's counter and
- * announced on the events channel in the same statement (a NOTIFY carrying the number, so the app reads
- * the event from the log). One statement at a time appends every event due by then, so the rate holds
+ * announced on the events channel in the same statement (a NOTIFY carrying the event, as
+ * src/events/Repo.ts sends it). One statement at a time appends every event due by then, so the rate holds
  * however slow a statement is. The app under test only delivers: the API's own cost (500 contacts/s is
  * more than a shared 2-core machine serves) stays out of the delivery figure.
  */
@@ -141,9 +141,11 @@ const appendEvents = async (url: string, companies: ReadonlyArray<{ id: number }
             INSERT INTO events (company_id, seq, key, payload, created_at)
             SELECT c.id, c.base + g, 'contact.created', jsonb_build_object('steady', true, 'n', g),
               date_trunc('milliseconds', clock_timestamp())
-            FROM c, generate_series(1, c.k) g RETURNING company_id, seq
+            FROM c, generate_series(1, c.k) g RETURNING company_id, seq, key, payload, created_at
           )
-          SELECT pg_notify(${noticeChannel}, json_build_object('n', 'bench', 'c', company_id, 'i', seq)::text) FROM e`))
+          SELECT pg_notify(${noticeChannel}, json_build_object('n', 'bench', 'c', company_id, 'i', seq, 'e', json_build_object(
+            'seq', seq, 'event', key, 'company_id', company_id,
+            'occurred_at', to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'data', payload))::text) FROM e`))
       appended = due
     }
     return { created: total, sendingMs: Date.now() - started }
