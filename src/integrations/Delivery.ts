@@ -71,6 +71,9 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
       if (i.work) dirty.add(i.id)
     }
     companies = next
+    // Deleted or disabled, and nothing of theirs left here.
+    const live = new Set(active.map((i) => i.id))
+    for (const [id, t] of targets) if (!live.has(id) && t.running === 0 && t.queue.length === 0) targets.delete(id)
     yield* Latch.open(wake)
   })
 
