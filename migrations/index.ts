@@ -62,7 +62,11 @@ import _0140_event_numbering from "./0140_event_numbering.ts"
   "0102_mail_delivery": _0102_mail_delivery,
   "0105_idempotency_pending": _0105_idempotency_pending,
   "0115_automation_trigger_cursors": _0115_automation_trigger_cursors,
+  "0120_webhook_cursors": _0120_webhook_cursors,
   "0130_kamailio": _0130_kamailio,
   "0135_idempotency_settle": _0135_idempotency_settle,
-  "0140_event_numbering": _0140_event_numbering
+  "0140_event_numbering": _0140_event_numbering,
+  /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */,
+  export const migrations = {,
+  import _0120_webhook_cursors from "./0120_webhook_cursors.ts"
 }

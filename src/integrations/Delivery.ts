@@ -4,32 +4,48 @@ import { Events } from "../events/Events.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { OutboundHttp } from "../platform/OutboundHttp.ts"
 import { Credentials } from "../providers/Credentials.ts"
-import { type AttemptResult, type Claim, type ClaimedDelivery, companyOf, DeliveryRepo } from "./DeliveryRepo.ts"
-import type { Secrets } from "./Domain.ts"
+import { type AttemptResult, type ClaimedDelivery, type ClaimRequest, DeliveryRepo } from "./DeliveryRepo.ts"
+import type { Secrets, WebhookSettings } from "./Domain.ts"
 import { backoffMillis, deliveryHeaders, envelope, webhookId } from "./Signing.ts"
 
 /** Events read from the log per integration and round. */
 const eventBatch = 1000
-/** Deliveries claimed per round: this many per concurrency slot, so a batch is this many requests deep. */
+/** Deliveries an integration may have claimed on this runner: this many per concurrency slot. */
 const perSlot = 8
 /** Outcomes written per transaction. */
 const flushBatch = 500
 const retention = 30 * 24 * 3600_000
 const pruneEveryMs = 10 * 60_000
 
+interface Target {
+  updatedAt: number
+  settings: WebhookSettings
+  /** Null when they no longer decrypt. */
+  secrets: Secrets | null
+  /** Claimed on this runner, in lease order, not yet started. */
+  readonly queue: Array<ClaimedDelivery>
+  /** Requests in flight: at most `settings.concurrency`. */
+  running: number
+  /** The last claim got all it asked for: there may be more due. */
+  more: boolean
+}
+
 /**
  * Webhook delivery, a consumer of committed events. Deliveries are rows (`webhook_deliveries`) made
  * from the event log behind a per-integration cursor, so nothing lives only in memory: a restart, or
- * another runner, carries on from the table. The event bus only wakes the worker early; a poll finds
- * due retries and anything a wake-up missed.
+ * another runner, carries on from the table. The event bus wakes the worker; a poll finds due retries
+ * and anything a wake-up missed.
  *
- * Each round claims, per integration, up to `concurrency × 8` due deliveries in one transaction with
- * the outbox step, and runs them at most `concurrency` at a time; while one runner holds unexpired
- * leases on an integration no other runner claims for it, so the cap holds across runners. A lease
- * (this runner's token, an expiry long enough for the whole batch plus WEBHOOK_LEASE_MARGIN_MS) is
- * taken before the request and the outcome is written only by its holder: once a 2xx is recorded the
- * delivery is never sent again. A runner that dies mid-batch leaves leases that expire, and those
- * attempts are made again (at least once; exactly once after a recorded success).
+ * Each round is one transaction for every integration with work: one statement reads the new events of
+ * all of them into delivery rows, one leases due deliveries to this runner, up to `concurrency × 8`
+ * outstanding per integration. They wait in a queue per integration and run at most `concurrency` at a
+ * time, on kept-alive connections; each is leased for as many timeouts as can pass before its own
+ * attempt ends, plus WEBHOOK_LEASE_MARGIN_MS, and is not sent if it could outlast its lease. While
+ * another runner holds unexpired leases on an integration this one claims nothing for it, so the cap
+ * holds across runners. The outcome is written only by the lease's
+ * holder, in batches: once a 2xx is recorded the delivery is never sent again. A runner that dies
+ * leaves leases that expire, and those attempts are made again (at least once; exactly once after a
+ * recorded success).
  */
 export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   const events = yield* Events
@@ -44,7 +60,7 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   const wake = yield* Latch.make(true)
   const dirty = new Set<number>()
   let companies = new Map<number, ReadonlyArray<number>>()
-  const integrationCompany = new Map<number, number>()
+  const targets = new Map<number, Target>()
   const results = yield* Queue.unbounded<AttemptResult>()
   // Runs last at shutdown (after the batches and the writer stop): outcomes already known are recorded, so an
   // attempt that was answered is not made again once its lease expires.
@@ -58,28 +74,47 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   const refresh = Effect.gen(function*() {
     const active = yield* repo.active(new Date(yield* Clock.currentTimeMillis))
     const next = new Map<number, Array<number>>()
-    integrationCompany.clear()
     for (const i of active) {
       next.set(i.company_id, [...(next.get(i.company_id) ?? []), i.id])
-      integrationCompany.set(i.id, i.company_id)
       if (i.work) dirty.add(i.id)
     }
     companies = next
+    // Deleted or disabled, and nothing of theirs left here.
+    const live = new Set(active.map((i) => i.id))
+    for (const [id, t] of targets) if (!live.has(id) && t.running === 0 && t.queue.length === 0) targets.delete(id)
     yield* Latch.open(wake)
   })
 
-  const attempt = Effect.fnUntraced(function*(companyId: number, integrationId: number, claim: Claim, secrets: Secrets | null, d: ClaimedDelivery) {
-    const id = webhookId(d.event_id)
-    const body = envelope({ id, type: d.key, companyId, createdAt: d.created_at.toISOString(), dataJson: d.data })
+  /** The integration's settings and decrypted secrets, read again when it changed since they were cached. */
+  const load = Effect.fnUntraced(function*(stale: ReadonlyArray<number>) {
+    for (const t of yield* repo.targets(stale)) {
+      // Never sent unsigned: secrets that no longer decrypt (APP_KEY changed) fail the attempt until rotated.
+      const secrets = Option.getOrNull(credentials.decrypt(t.company_id, t.secrets)) as Secrets | null
+      const known = targets.get(t.id)
+      if (known === undefined) {
+        targets.set(t.id, { updatedAt: t.updated_at.getTime(), settings: t.settings, secrets, queue: [], running: 0, more: true })
+        continue
+      }
+      known.updatedAt = t.updated_at.getTime()
+      known.settings = t.settings
+      known.secrets = secrets
+    }
+  })
+
+  const attempt = Effect.fnUntraced(function*(target: Target, d: ClaimedDelivery) {
+    const { settings, secrets } = target
     const started = yield* Clock.currentTimeMillis
-    // Never sent unsigned: secrets that no longer decrypt (APP_KEY changed) fail the attempt until rotated.
+    // A request that could outlast its lease is not sent: the lease lapses and the delivery is claimed again.
+    if (started + settings.timeoutSeconds * 1000 > d.lease_until.getTime()) return
+    const id = webhookId(d.event_id)
+    const body = envelope({ id, type: d.key, companyId: d.company_id, createdAt: d.created_at.toISOString(), dataJson: d.data })
     const sent = secrets === null
       ? Result.fail({ message: "The integration's secrets could not be decrypted; set them again (PATCH secrets)." })
       : yield* Effect.result(outbound.request({
-        url: claim.settings.url,
-        headers: deliveryHeaders(claim.settings, secrets, id, Math.floor(started / 1000), body),
+        url: settings.url,
+        headers: deliveryHeaders(settings, secrets, id, Math.floor(started / 1000), body),
         body,
-        timeoutMs: claim.settings.timeoutSeconds * 1000,
+        timeoutMs: settings.timeoutSeconds * 1000,
         allowPrivate: config.webhookAllowPrivate
       }))
     const ended = yield* Clock.currentTimeMillis
@@ -87,13 +122,13 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
     const ok = statusCode !== null && statusCode >= 200 && statusCode < 300
     const gone = statusCode === 410
     const number = d.attempts + 1
-    const retry = !ok && !gone && claim.settings.retryEnabled && number < claim.settings.maxAttempts
+    const retry = !ok && !gone && settings.retryEnabled && number < settings.maxAttempts
     const wait = retry ? backoffMillis(number, yield* Random.next, config.webhookBackoffScale) : 0
     yield* Queue.offer(results, {
       deliveryId: d.id,
       leaseToken: token,
-      companyId,
-      integrationId,
+      companyId: d.company_id,
+      integrationId: d.integration_id,
       attempt: number,
       ok,
       gone,
@@ -107,36 +142,62 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
     })
   })
 
-  // Integrations with a batch in progress on this runner; a batch runs at most `concurrency` requests at once.
-  const busy = new Set<number>()
-
-  const pumpOne = Effect.fnUntraced(function*(integrationId: number) {
-    const companyId = integrationCompany.get(integrationId)
-    if (companyId === undefined || busy.has(integrationId)) return
-    const claim = yield* repo.claim(companyOf(companyId), integrationId, {
-      now: new Date(yield* Clock.currentTimeMillis),
-      eventBatch,
-      perSlot,
-      leaseMarginMs: config.webhookLeaseMarginMs,
-      token
+  /** Starts queued deliveries while the integration has free slots; each finished one starts the next. */
+  const drain = (t: Target): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const starting: Array<ClaimedDelivery> = []
+      while (t.running < t.settings.concurrency && t.queue.length > 0) {
+        starting.push(t.queue.shift()!)
+        t.running++
+      }
+      return Effect.forEach(starting, (d) =>
+        attempt(t, d).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("webhook attempt failed", cause)),
+          Effect.ensuring(Effect.suspend(() => {
+            t.running--
+            if (t.more || t.running + t.queue.length === 0) dirty.add(d.integration_id)
+            return Effect.andThen(drain(t), Latch.open(wake))
+          })),
+          Effect.forkIn(scope)
+        ), { discard: true })
     })
-    if (claim === null) return
-    if (claim.scanned === eventBatch) dirty.add(integrationId)
-    if (claim.deliveries.length === 0) return
-    const secrets = Option.getOrNull(credentials.decrypt(companyId, claim.secrets)) as Secrets | null
-    busy.add(integrationId)
-    yield* Effect.forEach(
-      claim.deliveries,
-      (d) => attempt(companyId, integrationId, claim, secrets, d).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook attempt failed", cause))),
-      { concurrency: claim.settings.concurrency, discard: true }
-    ).pipe(
-      Effect.ensuring(Effect.suspend(() => {
-        busy.delete(integrationId)
-        dirty.add(integrationId)
-        return Latch.open(wake)
-      })),
-      Effect.forkIn(scope)
-    )
+
+  const round = Effect.fnUntraced(function*(ids: ReadonlyArray<number>) {
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const requests: Array<ClaimRequest> = []
+    for (const id of ids) {
+      const t = targets.get(id)
+      // Not known yet: a small first claim, and its settings are read.
+      const slots = t?.settings.concurrency ?? 1
+      const ahead = t === undefined ? 0 : t.running + t.queue.length
+      const limit = slots * perSlot - ahead
+      if (limit > 0) requests.push({ integrationId: id, limit, ahead, slots, timeoutMs: (t?.settings.timeoutSeconds ?? 30) * 1000 })
+    }
+    const claimed = yield* repo.claim({ integrationIds: ids, requests, now, eventBatch, leaseMarginMs: config.webhookLeaseMarginMs, token })
+    for (const [id, scanned] of claimed.scanned) if (scanned === eventBatch) dirty.add(id)
+    const got = new Map<number, ClaimedDelivery>()
+    const counts = new Map<number, number>()
+    for (const d of claimed.deliveries) {
+      got.set(d.integration_id, d)
+      counts.set(d.integration_id, (counts.get(d.integration_id) ?? 0) + 1)
+    }
+    const stale = [...got.values()].filter((d) => targets.get(d.integration_id)?.updatedAt !== d.updated_at.getTime()).map((d) => d.integration_id)
+    if (stale.length > 0) yield* load(stale)
+    for (const r of requests) {
+      const t = targets.get(r.integrationId)
+      if (t === undefined) continue
+      t.more = (counts.get(r.integrationId) ?? 0) >= r.limit
+      if (t.more) dirty.add(r.integrationId)
+    }
+    const touched = new Set<Target>()
+    for (const d of claimed.deliveries) {
+      // Deleted since the claim: nothing to send to.
+      const t = targets.get(d.integration_id)
+      if (t === undefined) continue
+      t.queue.push(d)
+      touched.add(t)
+    }
+    yield* Effect.forEach(touched, drain, { discard: true })
   })
 
   // One round at a time: the latch is closed before the dirty set is read, so a wake-up during a
@@ -144,21 +205,23 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
     yield* Latch.await(wake)
     yield* Latch.close(wake)
-    const round = [...dirty]
+    const ids = [...dirty]
     dirty.clear()
-    yield* Effect.forEach(round, (id) =>
-      pumpOne(id).pipe(Effect.catchCause((cause) => Effect.logWarning("webhook delivery round failed", cause))), {
-      concurrency: 4,
-      discard: true
-    })
+    if (ids.length === 0) return
+    yield* round(ids).pipe(
+      Effect.catchCause((cause) =>
+        Effect.andThen(
+          Effect.logWarning("webhook delivery round failed", cause),
+          // Tried again on the next poll rather than at once.
+          Effect.sync(() => ids.forEach((id) => dirty.add(id)))
+        )
+      )
+    )
   })))
-
-  // Outcomes are written in batches; each frees its integration's slots for the next round.
+  // Outcomes are written in batches; due retries are found by the poll.
   yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
     const done = yield* Queue.takeBetween(results, 1, flushBatch)
     yield* repo.record(done, new Date(yield* Clock.currentTimeMillis))
-    for (const r of done) dirty.add(r.integrationId)
-    yield* Latch.open(wake)
   }).pipe(Effect.catchCause((cause) => Effect.logError("webhook outcomes not recorded; their leases will expire and they are retried", cause)))))
 
   yield* Effect.forkScoped(Effect.forever(

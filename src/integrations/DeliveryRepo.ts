@@ -1,6 +1,5 @@
 import { Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import type { WebhookSettings } from "./Domain.ts"
 
@@ -11,21 +10,39 @@ export interface ActiveIntegration {
   readonly work: boolean
 }
 
+/** An integration as a delivery needs it; `updated_at` tells a cached copy is stale. */
+export interface DeliveryTarget {
+  readonly id: number
+  readonly company_id: number
+  readonly settings: WebhookSettings
+  readonly secrets: Uint8Array
+  readonly updated_at: Date
+}
+
 export interface ClaimedDelivery {
   readonly id: number
+  readonly integration_id: number
+  readonly company_id: number
   readonly event_id: number
   readonly attempts: number
   readonly key: string
   readonly created_at: Date
   readonly data: string
+  /** The integration's `updated_at` when claimed. */
+  readonly updated_at: Date
+  readonly lease_until: Date
 }
 
-export interface Claim {
-  readonly settings: WebhookSettings
-  readonly secrets: Uint8Array
-  /** Events read from the log in this claim. */
-  readonly scanned: number
-  readonly deliveries: ReadonlyArray<ClaimedDelivery>
+/**
+ * Up to `limit` due deliveries of an integration, queued on this runner behind `ahead` others and run
+ * `slots` at a time: the n-th is leased for as many timeouts as can pass before its attempt ends.
+ */
+export interface ClaimRequest {
+  readonly integrationId: number
+  readonly limit: number
+  readonly ahead: number
+  readonly slots: number
+  readonly timeoutMs: number
 }
 
 /** The outcome of one attempt, written with others in one transaction. */
@@ -57,19 +74,21 @@ const iso = (d: Date | null) => (d === null ? null : d.toISOString())
 export class DeliveryRepo extends Context.Service<DeliveryRepo, {
   active(now: Date): Effect.Effect<ReadonlyArray<ActiveIntegration>>
   /**
-   * One transaction: turns the next committed events after the integration's cursor into delivery
-   * rows (those it subscribes to and its channel filter lets through) and advances the cursor; then,
-   * unless another runner holds unexpired leases on the integration's deliveries, leases up to
-   * `limit` due ones to `token` until `ceil(limit / concurrency) × timeout + leaseMarginMs` from now.
-   * Null when the integration is not active.
+   * One transaction for every integration asked for: turns the next committed events after each active
+   * integration's cursor (up to `eventBatch`) into delivery rows (those it subscribes to and its channel
+   * filter lets through) and advances the cursors; then leases due deliveries to `token`, for each
+   * request whose integration is active and has no unexpired lease of another runner (whose requests
+   * count against the cap). Answers, per integration, the events read, and the leased deliveries.
    */
-  claim(companyId: CompanyId, integrationId: number, options: {
+  claim(options: {
+    readonly integrationIds: ReadonlyArray<number>
+    readonly requests: ReadonlyArray<ClaimRequest>
     readonly now: Date
     readonly eventBatch: number
-    readonly perSlot: number
     readonly leaseMarginMs: number
     readonly token: string
-  }): Effect.Effect<Claim | null>
+  }): Effect.Effect<{ readonly scanned: ReadonlyMap<number, number>; readonly deliveries: ReadonlyArray<ClaimedDelivery> }>
+  targets(integrationIds: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<DeliveryTarget>>
   record(results: ReadonlyArray<AttemptResult>, now: Date): Effect.Effect<void>
   prune(olderThan: Date): Effect.Effect<void>
 }>()("crm/integrations/DeliveryRepo") {
@@ -81,21 +100,22 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
 
       const active = (now: Date) =>
         sql<ActiveIntegration>`
-          SELECT i.id, i.company_id, (i.cursor_seq < c.event_seq OR EXISTS (
+          SELECT i.id, i.company_id, (COALESCE(w.cursor_seq, i.cursor_seq) < c.event_seq OR EXISTS (
               SELECT 1 FROM webhook_deliveries d
               WHERE d.integration_id = i.id AND d.state = 'pending' AND d.next_attempt_at <= ${now.toISOString()}::timestamptz
                 AND (d.lease_until IS NULL OR d.lease_until <= ${now.toISOString()}::timestamptz)
             )) AS work
-          FROM integrations i JOIN companies c ON c.id = i.company_id
+          FROM integrations i JOIN companies c ON c.id = i.company_id LEFT JOIN webhook_cursors w ON w.integration_id = i.id
           WHERE i.status = 'active'`.pipe(
           Effect.map((rows) => rows.map((r) => ({ id: Number(r.id), company_id: Number(r.company_id), work: r.work }))),
           Effect.orDie
         )
 
-      const claim = (companyId: CompanyId, integrationId: number, o: {
+      const claim = (o: {
+        readonly integrationIds: ReadonlyArray<number>
+        readonly requests: ReadonlyArray<ClaimRequest>
         readonly now: Date
         readonly eventBatch: number
-        readonly perSlot: number
         readonly leaseMarginMs: number
         readonly token: string
       }) =>
@@ -104,60 +124,88 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
           // Neither outcome nor cursor is lost if this commit is: rows are re-made (ON CONFLICT) and
           // leases re-taken. Outcomes (record) are written with the server's synchronous commit.
           yield* sql`SET LOCAL synchronous_commit = off`
-          const found = yield* sql<{ settings: WebhookSettings; secrets: Uint8Array; foreign: boolean }>`
-            SELECT settings, secrets, EXISTS (
-                SELECT 1 FROM webhook_deliveries
-                WHERE integration_id = ${integrationId} AND state = 'pending' AND lease_token IS NOT NULL
-                  AND lease_token <> ${o.token} AND lease_until > ${now}::timestamptz
-              ) AS foreign
-            FROM integrations WHERE company_id = ${companyId} AND id = ${integrationId} AND status = 'active' FOR UPDATE`
-          if (found.length === 0) return null
-          const { settings, secrets } = found[0]
-          const scanned = yield* sql<{ scanned: number }>`
-            WITH ev AS (
-              SELECT e.id, e.seq, e.key, e.payload FROM events e
-              WHERE e.company_id = ${companyId}
-                AND e.seq > (SELECT cursor_seq FROM integrations WHERE id = ${integrationId})
-              ORDER BY e.seq LIMIT ${o.eventBatch}
-            ), ins AS (
-              INSERT INTO webhook_deliveries (company_id, integration_id, event_id, state, next_attempt_at, created_at)
-              SELECT ${companyId}, ${integrationId}, ev.id, 'pending', ${now}::timestamptz, ${now}::timestamptz
-              FROM ev
-              WHERE ${JSON.stringify(settings.selectedEventKeys)}::jsonb @> to_jsonb(ev.key)
-                AND (${settings.channelFilter} <> 'selected'
-                  OR jsonb_typeof(ev.payload -> 'channel_id') IS DISTINCT FROM 'number'
-                  OR ${JSON.stringify(settings.channelIds)}::jsonb @> (ev.payload -> 'channel_id'))
-              ORDER BY ev.seq
-              ON CONFLICT (integration_id, event_id) DO NOTHING
-            ), moved AS (
-              UPDATE integrations SET cursor_seq = (SELECT max(seq) FROM ev)
-              WHERE id = ${integrationId} AND EXISTS (SELECT 1 FROM ev)
-            )
-            SELECT count(*)::int AS scanned FROM ev`
-          // Another runner is delivering for this integration: its requests count against the cap.
-          if (found[0].foreign) return { settings, secrets, scanned: scanned[0].scanned, deliveries: [] }
-          const limit = settings.concurrency * o.perSlot
-          const leaseMs = Math.ceil(limit / settings.concurrency) * settings.timeoutSeconds * 1000 + o.leaseMarginMs
-          const leaseUntil = new Date(o.now.getTime() + leaseMs).toISOString()
+          const scanned = new Map<number, number>()
+          if (o.integrationIds.length > 0) {
+            // One statement for all. Two runners reading the same range at once insert each row once (ON
+            // CONFLICT) and the cursor only moves forward; the cursor has its own row so this never waits
+            // for an outcome's commit (which locks the integration's row).
+            const rows = yield* sql<{ integration_id: number; scanned: number }>`
+              WITH ints AS (
+                SELECT i.id, i.company_id, i.settings, COALESCE(w.cursor_seq, i.cursor_seq) AS cursor_seq
+                FROM integrations i JOIN companies c ON c.id = i.company_id
+                  LEFT JOIN webhook_cursors w ON w.integration_id = i.id
+                WHERE i.id IN (SELECT jsonb_array_elements_text(${JSON.stringify(o.integrationIds)}::jsonb)::bigint)
+                  AND i.status = 'active' AND COALESCE(w.cursor_seq, i.cursor_seq) < c.event_seq
+              ), ev AS (
+                SELECT ints.id AS integration_id, ints.company_id, ints.settings, e.id, e.seq, e.key, e.payload
+                FROM ints CROSS JOIN LATERAL (
+                  SELECT e.id, e.seq, e.key, e.payload FROM events e
+                  WHERE e.company_id = ints.company_id AND e.seq > ints.cursor_seq
+                  ORDER BY e.seq LIMIT ${o.eventBatch}
+                ) e
+              ), ins AS (
+                INSERT INTO webhook_deliveries (company_id, integration_id, event_id, state, next_attempt_at, created_at)
+                SELECT ev.company_id, ev.integration_id, ev.id, 'pending', ${now}::timestamptz, ${now}::timestamptz
+                FROM ev
+                WHERE (ev.settings -> 'selectedEventKeys') @> to_jsonb(ev.key)
+                  AND (ev.settings ->> 'channelFilter' IS DISTINCT FROM 'selected'
+                    OR jsonb_typeof(ev.payload -> 'channel_id') IS DISTINCT FROM 'number'
+                    OR (ev.settings -> 'channelIds') @> (ev.payload -> 'channel_id'))
+                ORDER BY ev.integration_id, ev.seq
+                ON CONFLICT (integration_id, event_id) DO NOTHING
+              ), read AS (
+                SELECT integration_id, max(seq) AS seq, count(*)::int AS scanned FROM ev GROUP BY integration_id
+              ), moved AS (
+                INSERT INTO webhook_cursors (integration_id, cursor_seq) SELECT integration_id, seq FROM read
+                ON CONFLICT (integration_id) DO UPDATE SET cursor_seq = GREATEST(webhook_cursors.cursor_seq, EXCLUDED.cursor_seq)
+              )
+              SELECT integration_id, scanned FROM read`
+            for (const r of rows) scanned.set(Number(r.integration_id), r.scanned)
+          }
+          if (o.requests.length === 0) return { scanned, deliveries: [] }
+          const requests = o.requests.map((r) => ({ id: r.integrationId, n: r.limit, ahead: r.ahead, slots: r.slots, timeout_ms: r.timeoutMs }))
           const deliveries = yield* sql<ClaimedDelivery>`
-            WITH picked AS (
-              SELECT id FROM webhook_deliveries
-              WHERE integration_id = ${integrationId} AND state = 'pending' AND next_attempt_at <= ${now}::timestamptz
-                AND (lease_until IS NULL OR lease_until <= ${now}::timestamptz)
-              ORDER BY next_attempt_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+            WITH wanted AS (
+              SELECT w.*, i.updated_at FROM jsonb_to_recordset(${JSON.stringify(requests)}::jsonb)
+                AS w(id bigint, n int, ahead int, slots int, timeout_ms int)
+              JOIN integrations i ON i.id = w.id AND i.status = 'active'
+              WHERE NOT EXISTS (
+                SELECT 1 FROM webhook_deliveries f
+                WHERE f.integration_id = w.id AND f.state = 'pending' AND f.lease_token IS NOT NULL
+                  AND f.lease_token <> ${o.token} AND f.lease_until > ${now}::timestamptz
+              )
+            ), locked AS (
+              SELECT wanted.id AS integration_id, p.id, p.next_attempt_at FROM wanted CROSS JOIN LATERAL (
+                SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+                WHERE d.integration_id = wanted.id AND d.state = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+                  AND (d.lease_until IS NULL OR d.lease_until <= ${now}::timestamptz)
+                ORDER BY d.next_attempt_at, d.id LIMIT wanted.n FOR UPDATE SKIP LOCKED
+              ) p
+            ), picked AS (
+              SELECT l.id, w.updated_at, ${now}::timestamptz + make_interval(secs => (
+                ((w.ahead + row_number() OVER (PARTITION BY l.integration_id ORDER BY l.next_attempt_at, l.id) - 1) / w.slots + 1)
+                  * w.timeout_ms + ${o.leaseMarginMs}) / 1000.0) AS lease
+              FROM locked l JOIN wanted w ON w.id = l.integration_id
             )
-            UPDATE webhook_deliveries d SET lease_until = ${leaseUntil}::timestamptz, lease_token = ${o.token}
+            UPDATE webhook_deliveries d SET lease_until = picked.lease, lease_token = ${o.token}
             FROM picked, events e WHERE d.id = picked.id AND e.id = d.event_id
-            RETURNING d.id, d.event_id, d.attempts, e.key, e.created_at, e.payload::text AS data`
+            RETURNING d.id, d.integration_id, d.company_id, d.event_id, d.attempts, e.key, e.created_at,
+              e.payload::text AS data, picked.updated_at, d.lease_until`
           return {
-            settings,
-            secrets,
-            scanned: scanned[0].scanned,
+            scanned,
             deliveries: deliveries
-              .map((d) => ({ ...d, id: Number(d.id), event_id: Number(d.event_id) }))
-              .sort((a, b) => a.id - b.id)
+              .map((d) => ({ ...d, id: Number(d.id), integration_id: Number(d.integration_id), company_id: Number(d.company_id), event_id: Number(d.event_id) }))
+              .sort((a, b) => a.lease_until.getTime() - b.lease_until.getTime() || a.id - b.id)
           }
         }).pipe(sql.withTransaction, Effect.orDie)
+
+      const targets = (ids: ReadonlyArray<number>) =>
+        sql<DeliveryTarget>`
+          SELECT id, company_id, settings, secrets, updated_at FROM integrations
+          WHERE id IN (SELECT jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint)`.pipe(
+          Effect.map((rows) => rows.map((r) => ({ ...r, id: Number(r.id), company_id: Number(r.company_id) }))),
+          Effect.orDie
+        )
 
       const record = (results: ReadonlyArray<AttemptResult>, now: Date) =>
         Effect.gen(function*() {
@@ -188,41 +236,53 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
             list.push(r)
             byIntegration.set(r.integrationId, list)
           }
-          const alive = new Set<number>()
-          for (const integrationId of [...byIntegration.keys()].sort((a, b) => a - b)) {
+          // One statement for every integration's health; the rows are locked first in id order, so two
+          // runners recording at once wait for each other instead of deadlocking.
+          const health = [...byIntegration.keys()].sort((a, b) => a - b).map((integrationId) => {
             const list = byIntegration.get(integrationId)!.sort((a, b) => a.at.getTime() - b.at.getTime())
-            const successes = list.filter((r) => r.ok)
+            const lastSuccess = list.filter((r) => r.ok).at(-1)
             const failures = list.filter((r) => !r.ok)
-            const lastSuccess = successes.at(-1)
             const tail = lastSuccess === undefined ? failures : failures.filter((r) => r.at.getTime() >= lastSuccess.at.getTime())
-            const gone = list.find((r) => r.gone)
-            const health = yield* sql<{ company_id: number; name: string; status: string; consecutive_failures: number; failing_since: Date | null; last_error: string | null }>`
-              UPDATE integrations SET
-                last_success_at = GREATEST(last_success_at, ${iso(lastSuccess?.at ?? null)}::timestamptz),
-                last_failure_at = GREATEST(last_failure_at, ${iso(failures.at(-1)?.at ?? null)}::timestamptz),
-                last_error = COALESCE(${failures.at(-1)?.error ?? null}::text, last_error),
-                consecutive_failures = ${lastSuccess === undefined ? sql`consecutive_failures + ${tail.length}` : sql`${tail.length}`},
-                failing_since = ${
-              tail.length === 0
-                ? sql`NULL`
-                : lastSuccess === undefined
-                ? sql`COALESCE(failing_since, ${tail[0].at.toISOString()}::timestamptz)`
-                : sql`${tail[0].at.toISOString()}::timestamptz`
+            return {
+              id: integrationId,
+              success: iso(lastSuccess?.at ?? null),
+              failure: iso(failures.at(-1)?.at ?? null),
+              error: failures.at(-1)?.error ?? null,
+              // A success in the batch restarts the streak at the failures after it.
+              restart: lastSuccess !== undefined,
+              tail: tail.length,
+              tail_from: iso(tail[0]?.at ?? null),
+              gone: list.some((r) => r.gone)
             }
-              WHERE id = ${integrationId}
-              RETURNING company_id, name, status, consecutive_failures, failing_since, last_error`
-            if (health.length === 0) continue
-            alive.add(integrationId)
-            const h = health[0]
+          })
+          const ids = JSON.stringify(health.map((h) => h.id))
+          yield* sql`
+            SELECT 1 FROM integrations WHERE id IN (SELECT jsonb_array_elements_text(${ids}::jsonb)::bigint)
+            ORDER BY id FOR NO KEY UPDATE`
+          const healthRows = yield* sql<{ id: number; company_id: number; name: string; status: string; consecutive_failures: number; failing_since: Date | null; last_error: string | null; gone: boolean }>`
+            UPDATE integrations i SET
+              last_success_at = GREATEST(i.last_success_at, v.success),
+              last_failure_at = GREATEST(i.last_failure_at, v.failure),
+              last_error = COALESCE(v.error, i.last_error),
+              consecutive_failures = CASE WHEN v.restart THEN v.tail ELSE i.consecutive_failures + v.tail END,
+              failing_since = CASE WHEN v.tail = 0 THEN NULL WHEN v.restart THEN v.tail_from
+                ELSE COALESCE(i.failing_since, v.tail_from) END
+            FROM jsonb_to_recordset(${JSON.stringify(health)}::jsonb)
+              AS v(id bigint, success timestamptz, failure timestamptz, error text, restart boolean, tail int, tail_from timestamptz, gone boolean)
+            WHERE i.id = v.id
+            RETURNING i.id, i.company_id, i.name, i.status, i.consecutive_failures, i.failing_since, i.last_error, v.gone`
+          const alive = new Set<number>()
+          for (const h of healthRows.map((u) => ({ ...u, id: Number(u.id) })).sort((a, b) => a.id - b.id)) {
+            alive.add(h.id)
             const streak = h.consecutive_failures >= disableAfter.failures && h.failing_since !== null &&
               now.getTime() - h.failing_since.getTime() >= disableAfter.hours * 3600_000
-            if (h.status === "active" && (gone !== undefined || streak)) {
-              yield* sql`UPDATE integrations SET status = 'disabled', updated_at = ${now.toISOString()}::timestamptz WHERE id = ${integrationId}`
+            if (h.status === "active" && (h.gone || streak)) {
+              yield* sql`UPDATE integrations SET status = 'disabled', updated_at = ${now.toISOString()}::timestamptz WHERE id = ${h.id}`
               yield* events.emit(Number(h.company_id), "integration.disabled", {
-                id: integrationId,
-                integration_id: integrationId,
+                id: h.id,
+                integration_id: h.id,
                 name: h.name,
-                reason: gone !== undefined ? "gone" : "consecutive_failures",
+                reason: h.gone ? "gone" : "consecutive_failures",
                 consecutive_failures: h.consecutive_failures,
                 last_error: h.last_error
               })
@@ -268,6 +328,7 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
       return DeliveryRepo.of({
         active,
         claim,
+        targets,
         // A deadlock or a dropped connection must not lose outcomes: an unrecorded success would be sent again.
         record: (results, now) =>
           record(results, now).pipe(Effect.retry({ times: 8, schedule: Schedule.exponential("50 millis") }), Effect.orDie),
@@ -277,4 +338,4 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
   )
 }
 
-export const companyOf = (id: number) => CompanyId.make(id)
+

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from "node:crypto"
+import { createHmac, createSecretKey, type KeyObject, randomBytes } from "node:crypto"
 import type { Secrets, WebhookSettings } from "./Domain.ts"
 
 /** Standard Webhooks keys: `whsec_` and the base64 of 24 to 64 random bytes. */
@@ -11,11 +11,22 @@ export const isSigningSecret = (value: string): boolean => {
   return bytes >= 24 && bytes <= 64
 }
 
-/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, keyed by the secret's decoded bytes. */
-export const sign = (secret: string, id: string, timestampSeconds: number, body: string): string => {
-  const key = Buffer.from(secret.slice("whsec_".length), "base64")
-  return `v1,${createHmac("sha256", key).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`
+// An HMAC keyed by raw bytes imports the key on every call, several times the cost of the hash itself
+// for a webhook body; a key object made once per secret is not.
+const keys = new Map<string, KeyObject>()
+const keyOf = (secret: string): KeyObject => {
+  let key = keys.get(secret)
+  if (key === undefined) {
+    if (keys.size >= 10_000) keys.clear()
+    key = createSecretKey(Buffer.from(secret.slice("whsec_".length), "base64"))
+    keys.set(secret, key)
+  }
+  return key
 }
+
+/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, keyed by the secret's decoded bytes. */
+export const sign = (secret: string, id: string, timestampSeconds: number, body: string): string =>
+  `v1,${createHmac("sha256", keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`
 
 /** The `webhook-id` of an event: stable across retries, the same for every integration it reaches. */
 export const webhookId = (eventId: number | string) => `evt_${eventId}`

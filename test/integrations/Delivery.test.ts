@@ -132,6 +132,32 @@ describe("webhook delivery", () => {
     }
   })
 
+  it("a PATCH of url and secrets applies from the next delivery (the worker's cached settings are refreshed)", async () => {
+    const r = await fresh()
+    const moved = await startReceiver()
+    try {
+      const company = await createCompany(server)
+      const hook = await createWebhook(server, company.token, webhookBody(r.url))
+      await emitEvent(server, company.id, "message.created", { n: 1 })
+      await waitFor("the first delivery", () => (r.received.length === 1 ? true : undefined))
+      const rotated = `whsec_${Buffer.from("a-rotated-key-of-32-bytes-length").toString("base64")}`
+      const patched = await request(server, "PATCH", `/v1/integrations/${hook.id}`, {
+        token: company.token,
+        body: { settings: { url: moved.url }, secrets: { signingSecret: rotated } }
+      })
+      assert.strictEqual(patched.status, 200)
+      await emitEvent(server, company.id, "message.created", { n: 2 })
+      await waitFor("the delivery to the new url", () => (moved.received.length === 1 ? true : undefined))
+      const second = moved.received[0]
+      assert.strictEqual((new Webhook(rotated).verify(second.body, second.headers as Record<string, string>) as any).data.n, 2)
+      assert.throws(() => new Webhook(signingSecret).verify(second.body, second.headers as Record<string, string>))
+      assert.strictEqual(r.received.length, 1)
+    } finally {
+      await moved.close()
+      await r.close()
+    }
+  })
+
   it("retries failures with backoff under one webhook-id and stops after a success", async () => {
     const r = await fresh()
     r.respond = (_req, i) => ({ status: i < 2 ? 500 : 200 })
