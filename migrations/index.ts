@@ -28,10 +28,13 @@ import _0101_phones_renormalised from "./0101_phones_renormalised.ts"
 import _0102_mail_delivery from "./0102_mail_delivery.ts"
 import _0105_idempotency_pending from "./0105_idempotency_pending.ts"
 import _0115_automation_trigger_cursors from "./0115_automation_trigger_cursors.ts"
+import _0120_webhook_cursors from "./0120_webhook_cursors.ts"
 import _0130_kamailio from "./0130_kamailio.ts"
 import _0135_idempotency_settle from "./0135_idempotency_settle.ts"
 import _0140_event_numbering from "./0140_event_numbering.ts"
-/** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */export const migrations = {
+
+/** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
+export const migrations = {
   "0001_kernel": _0001_kernel,
   "0002_messaging": _0002_messaging,
   "0003_teams": _0003_teams,
@@ -65,8 +68,5 @@ import _0140_event_numbering from "./0140_event_numbering.ts"
   "0120_webhook_cursors": _0120_webhook_cursors,
   "0130_kamailio": _0130_kamailio,
   "0135_idempotency_settle": _0135_idempotency_settle,
-  "0140_event_numbering": _0140_event_numbering,
-  /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */,
-  export const migrations = {,
-  import _0120_webhook_cursors from "./0120_webhook_cursors.ts"
+  "0140_event_numbering": _0140_event_numbering
 }
