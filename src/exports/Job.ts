@@ -8,8 +8,8 @@ import { Events } from "../events/Events.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
 import { jobHandler, jobKind, Jobs, type JobRun } from "../platform/Jobs.ts"
 import { definitionOf, memberIds } from "../segments/Compiler.ts"
-import { type ExportFilters, retentionDays } from "./Domain.ts"
-import { type Batch, contactColumns, type ExportRow, ExportsRepo, messageColumns, type Scope } from "./Repo.ts"
+import { type ExportFilters, type ExportType, retentionDays } from "./Domain.ts"
+import { contactColumns, type ExportRow, ExportsRepo, messageColumns, type Scope } from "./Repo.ts"
 import { fileWriter, type FileWriter } from "./Writers.ts"
 
 const ExportPayload = Schema.Struct({ export_id: Schema.Int })
@@ -55,6 +55,37 @@ export const segmentIdsOf = (filters: ExportFilters) => [
     .filter((id): id is number => id !== null))
 ]
 
+/**
+ * Writes every row of an export to `writer`, one keyset page at a time in the shape the writer
+ * takes, and finishes the file; `afterPage` runs between pages with the rows written so far. The
+ * row count.
+ */
+export const writeRows = <E, R>(
+  repo: ExportsRepo["Service"],
+  companyId: CompanyId,
+  type: ExportType,
+  scope: Scope,
+  writer: FileWriter,
+  afterPage: (rows: number) => Effect.Effect<void, E, R>
+) =>
+  Effect.gen(function*() {
+    const page = type === "messages" ? repo.messages : repo.contacts
+    let rows = 0
+    let after = 0
+    while (true) {
+      const batch = yield* page(companyId, scope, after, batchSize, writer.shape)
+      if (batch.count > 0) {
+        yield* Effect.tryPromise({ try: () => writer.write(batch), catch: (e) => new Error(`write: ${String(e)}`) })
+        rows += batch.count
+        after = batch.last
+      }
+      if (batch.count < batchSize) break
+      yield* afterPage(rows)
+    }
+    yield* Effect.tryPromise({ try: () => writer.finish(), catch: (e) => new Error(`finish: ${String(e)}`) })
+    return rows
+  })
+
 const isLeaseLost = (cause: Cause.Cause<unknown>) => {
   const error = Cause.findError(cause)
   return error._tag === "Success" && Predicate.isTagged(error.success, "JobLeaseLost")
@@ -96,34 +127,21 @@ export const ExportHandler = jobHandler(ExportJob, Effect.gen(function*() {
     return { ...accountType, members } as Scope
   })
 
-  /** Streams every row to `file`, reporting progress; the row count. */
+  /** Streams every row to the file, reporting progress at most once a second; the row count. */
   const writeAll = Effect.fnUntraced(function*(job: JobRun<ExportPayload, never>, row: ExportRow, scope: Scope, writer: FileWriter) {
     const companyId = CompanyId.make(job.companyId)
-    const next = (after: number): Effect.Effect<Batch> =>
-      row.type === "messages" ? repo.messages(companyId, scope, after, batchSize) : repo.contacts(companyId, scope, after, batchSize)
-    let rows = 0
-    let after = 0
     let reported = yield* Clock.currentTimeMillis
-    while (true) {
-      const batch = yield* next(after)
-      if (batch.rows.length > 0) {
-        yield* Effect.tryPromise({ try: () => writer.write(batch.rows), catch: (e) => new Error(`write: ${String(e)}`) })
-        rows += batch.rows.length
-        after = batch.last
-      }
-      if (batch.rows.length < batchSize) break
-      const now = yield* Clock.currentTimeMillis
-      if (now - reported >= Duration.toMillis(progressEvery)) {
+    return yield* writeRows(repo, companyId, row.type, scope, writer, (rows) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (now - reported < Duration.toMillis(progressEvery)) return
         reported = now
         yield* transaction(Effect.gen(function*() {
           yield* repo.setRowCount(companyId, row.id, rows)
           yield* events.emit(companyId, exportProgressEvent, { id: row.id, uuid: row.uuid, user_id: row.user_id, row_count: rows })
           yield* job.renew
         }))
-      }
-    }
-    yield* Effect.tryPromise({ try: () => writer.finish(), catch: (e) => new Error(`finish: ${String(e)}`) })
-    return rows
+      }))
   })
 
   const finishFailed = Effect.fnUntraced(function*(job: JobRun<ExportPayload, never>, row: ExportRow, message: string) {

@@ -45,21 +45,53 @@ export interface Scope {
   readonly groupChatId?: number
 }
 
+/** How a writer takes its rows: as cells, or as CSV records the database already wrote. */
+export type BatchShape = "rows" | "csv"
+
 /** One page of an export's rows, with the keyset cursor to continue after. */
-export interface Batch {
-  readonly rows: ReadonlyArray<ReadonlyArray<Cell>>
-  readonly last: number
+export type Batch =
+  & { readonly count: number; readonly last: number }
+  & ({ readonly shape: "rows"; readonly rows: ReadonlyArray<ReadonlyArray<Cell>> } | { readonly shape: "csv"; readonly csv: string })
+
+/** How the database writes a column as CSV. */
+type Kind = "int" | "text" | "time"
+
+const contactFields: ReadonlyArray<readonly [string, Kind]> = [
+  ["id", "int"], ["display_name", "text"], ["first_name", "text"], ["last_name", "text"], ["company_name", "text"],
+  ["status", "text"], ["phones", "text"], ["emails", "text"], ["tags", "text"], ["accounts", "text"], ["custom_fields", "text"],
+  ["blocked_at", "time"], ["blocked_reason", "text"], ["opted_out_at", "time"], ["created_at", "time"], ["updated_at", "time"]
+]
+
+const messageFields: ReadonlyArray<readonly [string, Kind]> = [
+  ["id", "int"], ["timestamp", "time"], ["direction", "text"], ["message_type", "text"], ["message_content", "text"],
+  ["status", "text"], ["conversation_id", "int"], ["conversation_name", "text"], ["contact_id", "int"], ["contact_name", "text"],
+  ["channel_id", "int"], ["channel_name", "text"], ["channel_type", "text"], ["group_chat_id", "int"], ["sender_user_id", "int"],
+  ["created_at", "time"]
+]
+
+export const contactColumns: ReadonlyArray<string> = contactFields.map(([name]) => name)
+export const messageColumns: ReadonlyArray<string> = messageFields.map(([name]) => name)
+
+/**
+ * One CSV record per row of `r`, written by the database: C code does per cell what JS does with
+ * several allocations, and the client decodes one text value per row. `quote_ident` is RFC 4180
+ * quoting (double quotes, inner ones doubled), applied unless a cell is only `[a-z0-9_]`; a cell
+ * starting with `=`, `+`, `-` or `@` first gets a leading `'` (formula injection). Times are ISO
+ * 8601 UTC with milliseconds, truncated, as the driver's `Date` and `toISOString` give them.
+ */
+const csvRecord = (fields: ReadonlyArray<readonly [string, Kind]>) => {
+  const cells = fields.map(([name, kind]) => {
+    const col = `r."${name}"`
+    return kind === "int"
+      ? col
+      : kind === "time"
+      ? `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+      : `quote_ident(CASE WHEN ascii(${col}) IN (61, 43, 45, 64) THEN '''' || ${col} ELSE ${col} END)`
+  })
+  return `concat(${cells.join(", ',', ")}, E'\\r\\n')`
 }
-
-export const contactColumns = [
-  "id", "display_name", "first_name", "last_name", "company_name", "status", "phones", "emails", "tags", "accounts",
-  "custom_fields", "blocked_at", "blocked_reason", "opted_out_at", "created_at", "updated_at"
-] as const
-
-export const messageColumns = [
-  "id", "timestamp", "direction", "message_type", "message_content", "status", "conversation_id", "conversation_name",
-  "contact_id", "contact_name", "channel_id", "channel_name", "channel_type", "group_chat_id", "sender_user_id", "created_at"
-] as const
+const contactRecord = csvRecord(contactFields)
+const messageRecord = csvRecord(messageFields)
 
 const cell = (value: unknown): Cell =>
   value === null || value === undefined
@@ -73,9 +105,18 @@ const cell = (value: unknown): Cell =>
     : JSON.stringify(value)
 
 const toBatch = (columns: ReadonlyArray<string>) => (rows: ReadonlyArray<Record<string, unknown>>): Batch => ({
+  shape: "rows",
   rows: rows.map((row) => columns.map((c) => cell(row[c]))),
+  count: rows.length,
   last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id)
 })
+
+/** Rows of `[record, id]`, as `csvRecord` writes them. */
+const toCsvBatch = (rows: ReadonlyArray<ReadonlyArray<unknown>>): Batch => {
+  let csv = ""
+  for (const row of rows) csv += row[0] as string
+  return { shape: "csv", csv, count: rows.length, last: rows.length === 0 ? 0 : Number(rows[rows.length - 1][1]) }
+}
 
 /** bigint columns arrive as text; events and the dispatcher need numbers (`user_id` routes to the private channel). */
 const normal = (row: ExportRow): ExportRow => ({
@@ -124,8 +165,9 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
   segments(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SegmentRow>>
   /** Which of `ids` exist in the company's `table` (channels, conversations, group threads). */
   existing(companyId: CompanyId, what: "channel" | "conversation" | "group_chat", id: number): Effect.Effect<boolean>
-  contacts(companyId: CompanyId, scope: Scope, after: number, limit: number): Effect.Effect<Batch>
-  messages(companyId: CompanyId, scope: Scope, after: number, limit: number): Effect.Effect<Batch>
+  /** Up to `limit` rows with ids above `after`, in id order, shaped as `shape`. */
+  contacts(companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape): Effect.Effect<Batch>
+  messages(companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape): Effect.Effect<Batch>
 }>()("crm/exports/ExportsRepo") {
   static readonly layer = Layer.effect(
     ExportsRepo,
@@ -233,8 +275,18 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           )
 
 
-      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: number) =>
-        sql<Record<string, unknown>>`
+      /** The rows as cells, or as CSV records (`r` is the page). */
+      const shaped = (page: Statement.Fragment, columns: ReadonlyArray<string>, record: string, shape: BatchShape, prepare: boolean) => {
+        if (shape === "rows") {
+          const statement = sql<Record<string, unknown>>`${page}`
+          return (prepare ? statement : statement.unprepared).pipe(Effect.map(toBatch(columns)), Effect.orDie)
+        }
+        const statement = sql`SELECT ${sql.literal(record)}, r.id FROM (${page}) r ORDER BY r.id`
+        return (prepare ? statement.values : statement.valuesUnprepared).pipe(Effect.map(toCsvBatch), Effect.orDie)
+      }
+
+      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape) =>
+        shaped(sql`
           SELECT c.id, c.display_name, c.first_name, c.last_name, c.company_name, c.status,
             (SELECT string_agg(p.phone, '; ' ORDER BY p.position, p.id) FROM contact_phones p
              WHERE p.company_id = ${companyId} AND p.contact_id = c.id) AS phones,
@@ -251,13 +303,13 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               WHERE a.company_id = ${companyId} AND a.contact_id = c.id AND a.channel_type = ${scope.accountType})`}
             ${scope.members === undefined ? sql`` : sql`AND c.id IN (${scope.members})`}
           ORDER BY c.id
-          LIMIT ${limit}`.unprepared.pipe(Effect.map(toBatch(contactColumns)), Effect.orDie)
+          LIMIT ${limit}`, contactColumns, contactRecord, shape, false)
 
       const name = (alias: string) =>
         sql.literal(`coalesce(nullif(${alias}.display_name, ''), nullif(concat_ws(' ', ${alias}.first_name, ${alias}.last_name), ''))`)
 
-      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: number) =>
-        sql<Record<string, unknown>>`
+      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape) =>
+        shaped(sql`
           SELECT m.id, m."timestamp", m.direction, m.message_type, m.message_content, m.status, m.conversation_id,
             ${name("ct")} AS conversation_name, ct.id AS contact_id, ${name("ct")} AS contact_name,
             m.channel_id, ch.name AS channel_name, ch.type AS channel_type,
@@ -275,7 +327,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${scope.conversationId === undefined ? sql`` : sql`AND m.conversation_id = ${scope.conversationId}`}
             ${scope.groupChatId === undefined ? sql`` : sql`AND m.thread_id = ${scope.groupChatId}`}
           ORDER BY m.id
-          LIMIT ${limit}`.pipe(Effect.map(toBatch(messageColumns)), Effect.orDie)
+          LIMIT ${limit}`, messageColumns, messageRecord, shape, true)
 
       return ExportsRepo.of({
         page,

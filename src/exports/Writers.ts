@@ -1,33 +1,23 @@
 import ExcelJS from "exceljs"
 import { once } from "node:events"
 import { createWriteStream, type WriteStream } from "node:fs"
+import type { Readable, Writable } from "node:stream"
 import type { ExportFormat } from "./Domain.ts"
+import type { Batch, BatchShape } from "./Repo.ts"
 
 /** A cell as read from the database: text, number, boolean or nothing. */
 export type Cell = string | number | boolean | null
 
-/** Writes rows of one export to a local file, batch by batch, without holding them. */
+/** Writes the batches of one export to a local file as they come, without holding them. */
 export interface FileWriter {
-  write(rows: ReadonlyArray<ReadonlyArray<Cell>>): Promise<void>
+  /** What its batches must be: cells, or CSV records. */
+  readonly shape: BatchShape
+  write(batch: Batch): Promise<void>
   /** Flushes and closes the file. */
   finish(): Promise<void>
   /** Closes the file after a failure (the caller removes it). */
   abort(): void
 }
-
-const formulaStart = /^[=+\-@]/
-
-/** Spreadsheet programs run a cell that starts with `=`, `+`, `-` or `@` as a formula; a leading `'` keeps it text. */
-export const neutralise = (value: string) => (formulaStart.test(value) ? `'${value}` : value)
-
-const csvField = (cell: Cell) => {
-  if (cell === null) return ""
-  const text = typeof cell === "string" ? neutralise(cell) : String(cell)
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, "\"\"")}"` : text
-}
-
-/** RFC 4180: CRLF records, fields quoted only when they must be. */
-export const csvLine = (cells: ReadonlyArray<Cell>) => `${cells.map(csvField).join(",")}\r\n`
 
 const streamWriter = (file: string) => {
   const out: WriteStream = createWriteStream(file, { flags: "wx", mode: 0o640 })
@@ -43,19 +33,28 @@ const streamWriter = (file: string) => {
   return { put, end, abort: () => out.destroy() }
 }
 
+const rowsOf = (batch: Batch) => {
+  if (batch.shape !== "rows") throw new Error("expected a batch of cells")
+  return batch.rows
+}
+
+/**
+ * RFC 4180 with CRLF records: the database writes the records (quoting, formula neutralisation),
+ * this only adds the BOM, which makes Excel read the file as UTF-8, and the header.
+ */
 const csvWriter = (file: string, header: ReadonlyArray<string>): FileWriter => {
   const out = streamWriter(file)
-  // The BOM makes Excel read the file as UTF-8.
+  const head = `\uFEFF${header.join(",")}\r\n`
   let started = false
   return {
-    write: async (rows) => {
-      let chunk = started ? "" : `\uFEFF${csvLine(header)}`
+    shape: "csv",
+    write: async (batch) => {
+      if (batch.shape !== "csv") throw new Error("expected a batch of CSV records")
+      await out.put(started ? batch.csv : head + batch.csv)
       started = true
-      for (const row of rows) chunk += csvLine(row)
-      await out.put(chunk)
     },
     finish: async () => {
-      if (!started) await out.put(`\uFEFF${csvLine(header)}`)
+      if (!started) await out.put(head)
       await out.end()
     },
     abort: out.abort
@@ -66,9 +65,10 @@ const jsonWriter = (file: string, header: ReadonlyArray<string>): FileWriter => 
   const out = streamWriter(file)
   let first = true
   return {
-    write: async (rows) => {
+    shape: "rows",
+    write: async (batch) => {
       let chunk = ""
-      for (const row of rows) {
+      for (const row of rowsOf(batch)) {
         const record: Record<string, Cell> = {}
         header.forEach((key, i) => (record[key] = row[i]))
         chunk += `${first ? "[\n" : ",\n"}${JSON.stringify(record)}`
@@ -90,22 +90,41 @@ const jsonWriter = (file: string, header: ReadonlyArray<string>): FileWriter => 
  */
 const xlsxCell = (cell: Cell) => (typeof cell === "string" ? cell.replace(/\r\n?/g, "\n").slice(0, 32767) : cell)
 
+/** Bytes of sheet XML allowed to wait for the compressor before the writer waits for it. */
+const xlsxBacklog = 4 * 2 ** 20
+
 const xlsxWriter = (file: string, header: ReadonlyArray<string>, sheet: string): FileWriter => {
+  const out = createWriteStream(file, { flags: "wx", mode: 0o640 })
+  const failed = new Promise<never>((_, reject) => out.once("error", reject))
+  failed.catch(() => undefined)
   // Inline strings and no styles: every committed row goes straight to the zip stream.
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: file, useStyles: false, useSharedStrings: false })
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false })
   const worksheet = workbook.addWorksheet(sheet)
   worksheet.addRow([...header]).commit()
+  /**
+   * exceljs hands the sheet's XML to the zip stream through a PassThrough without looking at its
+   * `write` result, so nothing stops rows from piling up faster than they are deflated: wait for
+   * that stream (exceljs 4.4 internals, hence the guard) to drain below the backlog.
+   */
+  const compressorInput = (): Writable | undefined => (worksheet as unknown as { stream?: { pipes?: Array<Writable> } }).stream?.pipes?.[0]
+  const drained = async () => {
+    const input = compressorInput()
+    while (input !== undefined && input.writableLength + (input as unknown as Readable).readableLength > xlsxBacklog) {
+      await Promise.race([input.writableNeedDrain ? once(input, "drain") : new Promise((resolve) => setTimeout(resolve, 5)), failed])
+    }
+  }
   return {
-    write: async (rows) => {
-      for (const row of rows) worksheet.addRow(row.map(xlsxCell)).commit()
-      // Lets the zip stream drain to the file between batches.
-      await new Promise((resolve) => setImmediate(resolve))
+    shape: "rows",
+    write: async (batch) => {
+      for (const row of rowsOf(batch)) worksheet.addRow(row.map(xlsxCell)).commit()
+      await drained()
     },
     finish: async () => {
       worksheet.commit()
-      await workbook.commit()
+      await Promise.race([workbook.commit(), failed])
+      if (!out.closed) await Promise.race([once(out, "close"), failed])
     },
-    abort: () => undefined
+    abort: () => out.destroy()
   }
 }
 
