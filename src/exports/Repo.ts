@@ -1,6 +1,7 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
+import { AppConfig } from "../platform/Config.ts"
 import type { Condition, GroupLogic } from "../segments/Domain.ts"
 import type { ExportFilters, ExportFormat, ExportStatus, ExportType } from "./Domain.ts"
 import type { Cell } from "./Writers.ts"
@@ -52,6 +53,9 @@ export type BatchShape = "rows" | "csv"
 export type Batch =
   & { readonly count: number; readonly last: number }
   & ({ readonly shape: "rows"; readonly rows: ReadonlyArray<ReadonlyArray<Cell>> } | { readonly shape: "csv"; readonly csv: string })
+
+/** Rows per batch handed to a writer (and per keyset page): memory holds one, whatever the export's size. */
+export const pageSize = 1000
 
 /** How the database writes a column as CSV. */
 type Kind = "int" | "text" | "time"
@@ -111,11 +115,10 @@ const toBatch = (columns: ReadonlyArray<string>) => (rows: ReadonlyArray<Record<
   last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id)
 })
 
-/** Rows of `[record, id]`, as `csvRecord` writes them. */
-const toCsvBatch = (rows: ReadonlyArray<ReadonlyArray<unknown>>): Batch => {
+const toCsvBatch = (rows: ReadonlyArray<Record<string, unknown>>): Batch => {
   let csv = ""
-  for (const row of rows) csv += row[0] as string
-  return { shape: "csv", csv, count: rows.length, last: rows.length === 0 ? 0 : Number(rows[rows.length - 1][1]) }
+  for (const row of rows) csv += row.record as string
+  return { shape: "csv", csv, count: rows.length, last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id) }
 }
 
 /** bigint columns arrive as text; events and the dispatcher need numbers (`user_id` routes to the private channel). */
@@ -165,14 +168,19 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
   segments(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SegmentRow>>
   /** Which of `ids` exist in the company's `table` (channels, conversations, group threads). */
   existing(companyId: CompanyId, what: "channel" | "conversation" | "group_chat", id: number): Effect.Effect<boolean>
-  /** Up to `limit` rows with ids above `after`, in id order, shaped as `shape`. */
-  contacts(companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape): Effect.Effect<Batch>
-  messages(companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape): Effect.Effect<Batch>
+  /**
+   * Every row of an export in id order, as batches shaped as `shape`. On a PostgreSQL server this
+   * is one statement streamed on a connection of its own (planned like `COPY` of the same
+   * SELECT, read as fast as the file is written); embedded PGlite has one connection, which the
+   * export must share with its own progress writes: there it is keyset pages of `pageSize`.
+   */
+  batches(companyId: CompanyId, type: ExportType, scope: Scope, shape: BatchShape): Stream.Stream<Batch>
 }>()("crm/exports/ExportsRepo") {
   static readonly layer = Layer.effect(
     ExportsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const streamed = Option.isSome((yield* AppConfig).databaseUrl)
       const cols = columns(sql)
       const live = (companyId: CompanyId) => sql`company_id = ${companyId} AND deleted_at IS NULL`
 
@@ -275,18 +283,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           )
 
 
-      /** The rows as cells, or as CSV records (`r` is the page). */
-      const shaped = (page: Statement.Fragment, columns: ReadonlyArray<string>, record: string, shape: BatchShape, prepare: boolean) => {
-        if (shape === "rows") {
-          const statement = sql<Record<string, unknown>>`${page}`
-          return (prepare ? statement : statement.unprepared).pipe(Effect.map(toBatch(columns)), Effect.orDie)
-        }
-        const statement = sql`SELECT ${sql.literal(record)}, r.id FROM (${page}) r ORDER BY r.id`
-        return (prepare ? statement.values : statement.valuesUnprepared).pipe(Effect.map(toCsvBatch), Effect.orDie)
-      }
-
-      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape) =>
-        shaped(sql`
+      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: Statement.Fragment) =>
+        sql`
           SELECT c.id, c.display_name, c.first_name, c.last_name, c.company_name, c.status,
             (SELECT string_agg(p.phone, '; ' ORDER BY p.position, p.id) FROM contact_phones p
              WHERE p.company_id = ${companyId} AND p.contact_id = c.id) AS phones,
@@ -303,13 +301,13 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               WHERE a.company_id = ${companyId} AND a.contact_id = c.id AND a.channel_type = ${scope.accountType})`}
             ${scope.members === undefined ? sql`` : sql`AND c.id IN (${scope.members})`}
           ORDER BY c.id
-          LIMIT ${limit}`, contactColumns, contactRecord, shape, false)
+          ${limit}`
 
       const name = (alias: string) =>
         sql.literal(`coalesce(nullif(${alias}.display_name, ''), nullif(concat_ws(' ', ${alias}.first_name, ${alias}.last_name), ''))`)
 
-      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: number, shape: BatchShape) =>
-        shaped(sql`
+      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: Statement.Fragment) =>
+        sql`
           SELECT m.id, m."timestamp", m.direction, m.message_type, m.message_content, m.status, m.conversation_id,
             ${name("ct")} AS conversation_name, ct.id AS contact_id, ${name("ct")} AS contact_name,
             m.channel_id, ch.name AS channel_name, ch.type AS channel_type,
@@ -327,7 +325,39 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${scope.conversationId === undefined ? sql`` : sql`AND m.conversation_id = ${scope.conversationId}`}
             ${scope.groupChatId === undefined ? sql`` : sql`AND m.thread_id = ${scope.groupChatId}`}
           ORDER BY m.id
-          LIMIT ${limit}`, messageColumns, messageRecord, shape, true)
+          ${limit}`
+
+      /** The export's SELECT from `after` on (all of it without `limit`), shaped: CSV records are `[record, id]` rows. */
+      const statement = (companyId: CompanyId, type: ExportType, scope: Scope, shape: BatchShape, after: number, limit: Statement.Fragment) => {
+        const rows = type === "messages" ? messages(companyId, scope, after, limit) : contacts(companyId, scope, after, limit)
+        if (shape === "rows") return sql<Record<string, unknown>>`${rows}`
+        const record = type === "messages" ? messageRecord : contactRecord
+        return sql<Record<string, unknown>>`SELECT ${sql.literal(record)} AS record, r.id FROM (${rows}) r ORDER BY r.id`
+      }
+      const toShape = (type: ExportType, shape: BatchShape) =>
+        shape === "rows" ? toBatch(type === "messages" ? messageColumns : contactColumns) : toCsvBatch
+
+      const batches = (companyId: CompanyId, type: ExportType, scope: Scope, shape: BatchShape): Stream.Stream<Batch> => {
+        const batch = toShape(type, shape)
+        if (streamed) {
+          // As the rows arrive (a socket read's worth): they die young, before the garbage collector promotes them.
+          return statement(companyId, type, scope, shape, 0, sql``).stream.pipe(
+            Stream.chunks,
+            Stream.map(batch),
+            Stream.orDie
+          )
+        }
+        // Segment members are a statement of their own per export: not worth a prepared statement.
+        const page = (after: number) => statement(companyId, type, scope, shape, after, sql`LIMIT ${pageSize}`).unprepared
+        return Stream.paginate(0, (after: number) =>
+          page(after).pipe(
+            Effect.map((rows) => {
+              const next = batch(rows)
+              return [next.count === 0 ? [] : [next], next.count < pageSize ? Option.none<number>() : Option.some(next.last)] as const
+            }),
+            Effect.orDie
+          ))
+      }
 
       return ExportsRepo.of({
         page,
@@ -343,8 +373,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
         expire,
         segments,
         existing,
-        contacts,
-        messages
+        batches
       })
     })
   )

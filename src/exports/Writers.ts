@@ -1,7 +1,6 @@
 import ExcelJS from "exceljs"
-import { once } from "node:events"
+import { type EventEmitter, once } from "node:events"
 import { createWriteStream, type WriteStream } from "node:fs"
-import type { Readable, Writable } from "node:stream"
 import type { ExportFormat } from "./Domain.ts"
 import type { Batch, BatchShape } from "./Repo.ts"
 
@@ -90,6 +89,12 @@ const jsonWriter = (file: string, header: ReadonlyArray<string>): FileWriter => 
  */
 const xlsxCell = (cell: Cell) => (typeof cell === "string" ? cell.replace(/\r\n?/g, "\n").slice(0, 32767) : cell)
 
+/** The buffer states of a Node (or `readable-stream`) stream. */
+interface StreamState {
+  readonly _writableState?: { readonly length?: number; readonly needDrain?: boolean }
+  readonly _readableState?: { readonly length?: number }
+}
+
 /** Bytes of sheet XML allowed to wait for the compressor before the writer waits for it. */
 const xlsxBacklog = 4 * 2 ** 20
 
@@ -102,15 +107,20 @@ const xlsxWriter = (file: string, header: ReadonlyArray<string>, sheet: string):
   const worksheet = workbook.addWorksheet(sheet)
   worksheet.addRow([...header]).commit()
   /**
-   * exceljs hands the sheet's XML to the zip stream through a PassThrough without looking at its
-   * `write` result, so nothing stops rows from piling up faster than they are deflated: wait for
-   * that stream (exceljs 4.4 internals, hence the guard) to drain below the backlog.
+   * exceljs pipes the sheet's XML into the zip stream's input (a `readable-stream` 2 PassThrough)
+   * without looking at `write`'s result, so rows pile up there faster than they are deflated:
+   * wait for it to drain below the backlog. exceljs 4.4 internals, hence the guards.
    */
-  const compressorInput = (): Writable | undefined => (worksheet as unknown as { stream?: { pipes?: Array<Writable> } }).stream?.pipes?.[0]
+  const compressorInput = () =>
+    (worksheet as unknown as { stream?: { pipes?: Array<StreamState & EventEmitter> } }).stream?.pipes?.[0]
   const drained = async () => {
     const input = compressorInput()
-    while (input !== undefined && input.writableLength + (input as unknown as Readable).readableLength > xlsxBacklog) {
-      await Promise.race([input.writableNeedDrain ? once(input, "drain") : new Promise((resolve) => setTimeout(resolve, 5)), failed])
+    if (input?._writableState === undefined) return
+    while ((input._writableState.length ?? 0) + (input._readableState?.length ?? 0) > xlsxBacklog) {
+      await Promise.race([
+        input._writableState.needDrain === true ? once(input, "drain") : new Promise((resolve) => setTimeout(resolve, 5)),
+        failed
+      ])
     }
   }
   return {
