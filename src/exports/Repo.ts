@@ -52,7 +52,11 @@ export type BatchShape = "rows" | "csv"
 /** One page of an export's rows, with the keyset cursor to continue after. */
 export type Batch =
   & { readonly count: number; readonly last: number }
-  & ({ readonly shape: "rows"; readonly rows: ReadonlyArray<ReadonlyArray<Cell>> } | { readonly shape: "csv"; readonly csv: string })
+  & (
+    | { readonly shape: "rows"; readonly rows: ReadonlyArray<ReadonlyArray<Cell>> }
+    /** The records, joined into pieces of at most about `csvPiece` characters. */
+    | { readonly shape: "csv"; readonly csv: ReadonlyArray<string> }
+  )
 
 /** Rows per batch handed to a writer (and per keyset page): memory holds one, whatever the export's size. */
 export const pageSize = 1000
@@ -115,9 +119,24 @@ const toBatch = (columns: ReadonlyArray<string>) => (rows: ReadonlyArray<Record<
   last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id)
 })
 
+/**
+ * Small enough that V8 allocates each piece among the young objects, which die cheaply: a string
+ * of a whole batch (hundreds of KB) goes to the large-object space, which only a full collection
+ * frees, and the heap grows by one per batch until then.
+ */
+const csvPiece = 32_768
+
 const toCsvBatch = (rows: ReadonlyArray<Record<string, unknown>>): Batch => {
-  let csv = ""
-  for (const row of rows) csv += row.record as string
+  const csv: Array<string> = []
+  let piece = ""
+  for (const row of rows) {
+    piece += row.record as string
+    if (piece.length >= csvPiece) {
+      csv.push(piece)
+      piece = ""
+    }
+  }
+  if (piece !== "") csv.push(piece)
   return { shape: "csv", csv, count: rows.length, last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id) }
 }
 

@@ -22,8 +22,13 @@ const streamWriter = (file: string) => {
   const out: WriteStream = createWriteStream(file, { flags: "wx", mode: 0o640 })
   const failed = new Promise<never>((_, reject) => out.once("error", reject))
   failed.catch(() => undefined)
-  const put = async (text: string) => {
-    if (!out.write(text)) await Promise.race([once(out, "drain"), failed])
+  /** Writes the pieces in one system call. */
+  const put = async (...pieces: ReadonlyArray<string>) => {
+    out.cork()
+    let room = true
+    for (const piece of pieces) room = out.write(piece)
+    out.uncork()
+    if (!room) await Promise.race([once(out, "drain"), failed])
   }
   const end = async () => {
     out.end()
@@ -49,7 +54,7 @@ const csvWriter = (file: string, header: ReadonlyArray<string>): FileWriter => {
     shape: "csv",
     write: async (batch) => {
       if (batch.shape !== "csv") throw new Error("expected a batch of CSV records")
-      await out.put(started ? batch.csv : head + batch.csv)
+      await (started ? out.put(...batch.csv) : out.put(head, ...batch.csv))
       started = true
     },
     finish: async () => {
