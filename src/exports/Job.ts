@@ -69,10 +69,17 @@ export const writeRows = <E, R>(
     let rows = 0
     yield* repo.batches(companyId, type, scope, writer.shape).pipe(
       Stream.runForEach((batch) =>
-        Effect.gen(function*() {
-          yield* Effect.tryPromise({ try: () => writer.write(batch), catch: (e) => new Error(`write: ${String(e)}`) })
+        Effect.suspend(() => {
+          let wait: Promise<void> | undefined
+          try {
+            wait = writer.write(batch)
+          } catch (e) {
+            return Effect.fail(new Error(`write: ${String(e)}`))
+          }
           rows += batch.count
-          yield* afterPage(rows)
+          return wait === undefined
+            ? afterPage(rows)
+            : Effect.andThen(Effect.tryPromise({ try: () => wait, catch: (e) => new Error(`write: ${String(e)}`) }), afterPage(rows))
         }))
     )
     yield* Effect.tryPromise({ try: () => writer.finish(), catch: (e) => new Error(`finish: ${String(e)}`) })
