@@ -122,21 +122,24 @@ const xlsxWriter = (file: string, header: ReadonlyArray<string>, sheet: string):
    */
   const compressorInput = () =>
     (worksheet as unknown as { stream?: { pipes?: Array<StreamState & EventEmitter> } }).stream?.pipes?.[0]
+  const backlog = () => {
+    const input = compressorInput()
+    return (input?._writableState?.length ?? 0) + (input?._readableState?.length ?? 0)
+  }
   const drained = async () => {
     const input = compressorInput()
-    if (input?._writableState === undefined) return
-    while ((input._writableState.length ?? 0) + (input._readableState?.length ?? 0) > xlsxBacklog) {
+    while (input !== undefined && backlog() > xlsxBacklog) {
       await Promise.race([
-        input._writableState.needDrain === true ? once(input, "drain") : new Promise((resolve) => setTimeout(resolve, 5)),
+        input._writableState?.needDrain === true ? once(input, "drain") : new Promise((resolve) => setTimeout(resolve, 5)),
         failed
       ])
     }
   }
   return {
     shape: "rows",
-    write: async (batch) => {
+    write: (batch) => {
       for (const row of rowsOf(batch)) worksheet.addRow(row.map(xlsxCell)).commit()
-      await drained()
+      return backlog() > xlsxBacklog ? drained() : undefined
     },
     finish: async () => {
       worksheet.commit()
