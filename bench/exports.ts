@@ -1,7 +1,7 @@
 /**
- * Exports at 1M messages: rows/s and peak RSS of the exporter's own path (keyset batches of
- * `batchSize` from `ExportsRepo.messages`, written by `fileWriter`, exactly what the `export.run` job
- * does minus its progress events) to CSV and to XLSX, next to PostgreSQL's
+ * Exports at 1M messages: rows/s and peak RSS of the exporter's own path (`writeRows`: keyset pages
+ * from `ExportsRepo.messages` written by `fileWriter`, exactly what the `export.run` job does minus
+ * its progress events) to CSV and to XLSX, next to PostgreSQL's
  * `COPY (the same SELECT) TO STDOUT WITH CSV` through psql into /dev/null.
  * Goals: CSV ≥ 0.5 × COPY's rows/s; RSS growth ≤ 100 MB.
  *
@@ -18,7 +18,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { CompanyId } from "../src/auth/Domain.ts"
-import { batchSize } from "../src/exports/Job.ts"
+import { writeRows } from "../src/exports/Job.ts"
 import { ExportsRepo, messageColumns } from "../src/exports/Repo.ts"
 import { fileWriter } from "../src/exports/Writers.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
@@ -72,18 +72,7 @@ const exportTo = (url: string, companyId: number, format: "csv" | "xlsx", file: 
     let peak = base
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50)
     const started = performance.now()
-    let rows = 0
-    let after = 0
-    while (true) {
-      const batch = yield* repo.messages(CompanyId.make(companyId), {}, after, batchSize)
-      if (batch.rows.length > 0) {
-        yield* Effect.promise(() => writer.write(batch.rows))
-        rows += batch.rows.length
-        after = batch.last
-      }
-      if (batch.rows.length < batchSize) break
-    }
-    yield* Effect.promise(() => writer.finish())
+    const rows = yield* writeRows(repo, CompanyId.make(companyId), "messages", {}, writer, () => Effect.void)
     const seconds = (performance.now() - started) / 1000
     clearInterval(sampler)
     peak = Math.max(peak, process.memoryUsage().rss)

@@ -47,8 +47,10 @@ export const benchDatabase = async (serverUrl: string, prefix: string, keep?: st
   }
 }
 
-/** The app's own client (pool, pipelining, int8 as numbers) on a bench database. */
-export const runLikeApp = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+/** The app's own client (pool, pipelining, int8 as numbers) and configuration, on a bench database. */
+export const runLikeApp = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient | AppConfig>) =>
   Effect.runPromise(
-    effect.pipe(Effect.provide(SqlLayer.pipe(Layer.provide(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(url)) })))))
+    effect.pipe(
+      Effect.provide(SqlLayer.pipe(Layer.provideMerge(AppConfig.layerWith({ databaseUrl: Option.some(Redacted.make(url)) }))))
+    )
   )

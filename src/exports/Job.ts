@@ -1,15 +1,15 @@
-import { Cause, Clock, DateTime, Duration, Effect, Option, Predicate, Schema } from "effect"
+import { Cause, Clock, DateTime, Duration, Effect, Option, Predicate, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
-import { mkdir, rm, stat } from "node:fs/promises"
-import { dirname } from "node:path"
+import { mkdir, readdir, rm, stat } from "node:fs/promises"
+import { dirname, join } from "node:path"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
-import { jobHandler, jobKind, Jobs, type JobRun } from "../platform/Jobs.ts"
+import { type JobGaveUp, jobHandler, jobKind, Jobs, type JobRun } from "../platform/Jobs.ts"
 import { definitionOf, memberIds } from "../segments/Compiler.ts"
-import { type ExportFilters, retentionDays } from "./Domain.ts"
-import { type Batch, contactColumns, type ExportRow, ExportsRepo, messageColumns, type Scope } from "./Repo.ts"
+import { type ExportFilters, type ExportType, retentionDays } from "./Domain.ts"
+import { contactColumns, type ExportRow, ExportsRepo, messageColumns, type Scope } from "./Repo.ts"
 import { fileWriter, type FileWriter } from "./Writers.ts"
 
 const ExportPayload = Schema.Struct({ export_id: Schema.Int })
@@ -28,8 +28,6 @@ export const exportCompletedEvent = "export.completed"
 export const exportFailedEvent = "export.failed"
 export const exportProgressEvent = "export.progress"
 
-/** Rows per keyset page: one statement each, so memory holds one batch whatever the export's size. */
-export const batchSize = 1000
 const progressEvery = Duration.seconds(1)
 
 const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -55,6 +53,70 @@ export const segmentIdsOf = (filters: ExportFilters) => [
     .filter((id): id is number => id !== null))
 ]
 
+/**
+ * Writes every row of an export to `writer`, batch by batch in the shape the writer takes, and
+ * finishes the file; `afterPage` runs after each batch with the rows written so far. The row count.
+ */
+export const writeRows = <E, R>(
+  repo: ExportsRepo["Service"],
+  companyId: CompanyId,
+  type: ExportType,
+  scope: Scope,
+  writer: FileWriter,
+  afterPage: (rows: number) => Effect.Effect<void, E, R>
+) =>
+  Effect.gen(function*() {
+    let rows = 0
+    yield* repo.batches(companyId, type, scope, writer.shape).pipe(
+      Stream.runForEach((batch) =>
+        Effect.suspend(() => {
+          let wait: Promise<void> | undefined
+          try {
+            wait = writer.write(batch)
+          } catch (e) {
+            return Effect.fail(new Error(`write: ${String(e)}`))
+          }
+          rows += batch.count
+          return wait === undefined
+            ? afterPage(rows)
+            : Effect.andThen(Effect.tryPromise({ try: () => wait, catch: (e) => new Error(`write: ${String(e)}`) }), afterPage(rows))
+        }))
+    )
+    yield* Effect.tryPromise({ try: () => writer.finish(), catch: (e) => new Error(`finish: ${String(e)}`) })
+    return rows
+  })
+
+/** Marks an export failed and tells its creator (in the caller's transaction); false when it had already finished. */
+const failureRecorder = Effect.gen(function*() {
+  const repo = yield* ExportsRepo
+  const events = yield* Events
+  return Effect.fnUntraced(function*(companyId: CompanyId, row: ExportRow, message: string) {
+    const failed = yield* repo.fail(companyId, row.id, message)
+    if (failed) {
+      yield* events.emit(companyId, exportFailedEvent, { id: row.id, uuid: row.uuid, user_id: row.user_id, error_message: message })
+    }
+    return failed
+  })
+})
+
+/** The company's export folder on disk. */
+const exportsDir = (store: BlobStore["Service"], companyId: CompanyId) =>
+  Effect.map(store.absolute(store.newPath(companyId, "exports", "")), dirname)
+
+/** An export is written to `<uuid>.<random>.part` beside the finished files, then renamed. */
+const temporaryIn = (dir: string, uuid: string) => join(dir, `${uuid}.${randomUUID()}.part`)
+
+/** Removes the export's half-written files of earlier attempts (their runners died before cleaning up). */
+const removeLeftovers = (dir: string, uuid: string) =>
+  Effect.promise(async () => {
+    const names = await readdir(dir).catch(() => [] as Array<string>)
+    await Promise.all(
+      names.filter((name) => name.startsWith(`${uuid}.`) && name.endsWith(".part")).map((name) => rm(join(dir, name), { force: true }))
+    )
+  })
+
+export const gaveUpMessage = "The export stopped: its runs kept being cut off."
+
 const isLeaseLost = (cause: Cause.Cause<unknown>) => {
   const error = Cause.findError(cause)
   return error._tag === "Success" && Predicate.isTagged(error.success, "JobLeaseLost")
@@ -66,6 +128,7 @@ export const ExportHandler = jobHandler(ExportJob, Effect.gen(function*() {
   const events = yield* Events
   const jobs = yield* Jobs
   const sql = yield* SqlClient.SqlClient
+  const recordFailure = yield* failureRecorder
   const transaction = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
@@ -96,42 +159,26 @@ export const ExportHandler = jobHandler(ExportJob, Effect.gen(function*() {
     return { ...accountType, members } as Scope
   })
 
-  /** Streams every row to `file`, reporting progress; the row count. */
+  /** Streams every row to the file, reporting progress at most once a second; the row count. */
   const writeAll = Effect.fnUntraced(function*(job: JobRun<ExportPayload, never>, row: ExportRow, scope: Scope, writer: FileWriter) {
     const companyId = CompanyId.make(job.companyId)
-    const next = (after: number): Effect.Effect<Batch> =>
-      row.type === "messages" ? repo.messages(companyId, scope, after, batchSize) : repo.contacts(companyId, scope, after, batchSize)
-    let rows = 0
-    let after = 0
     let reported = yield* Clock.currentTimeMillis
-    while (true) {
-      const batch = yield* next(after)
-      if (batch.rows.length > 0) {
-        yield* Effect.tryPromise({ try: () => writer.write(batch.rows), catch: (e) => new Error(`write: ${String(e)}`) })
-        rows += batch.rows.length
-        after = batch.last
-      }
-      if (batch.rows.length < batchSize) break
-      const now = yield* Clock.currentTimeMillis
-      if (now - reported >= Duration.toMillis(progressEvery)) {
+    return yield* writeRows(repo, companyId, row.type, scope, writer, (rows) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        if (now - reported < Duration.toMillis(progressEvery)) return
         reported = now
         yield* transaction(Effect.gen(function*() {
           yield* repo.setRowCount(companyId, row.id, rows)
           yield* events.emit(companyId, exportProgressEvent, { id: row.id, uuid: row.uuid, user_id: row.user_id, row_count: rows })
           yield* job.renew
         }))
-      }
-    }
-    yield* Effect.tryPromise({ try: () => writer.finish(), catch: (e) => new Error(`finish: ${String(e)}`) })
-    return rows
+      }))
   })
 
   const finishFailed = Effect.fnUntraced(function*(job: JobRun<ExportPayload, never>, row: ExportRow, message: string) {
-    const companyId = CompanyId.make(job.companyId)
     yield* transaction(Effect.gen(function*() {
-      if (yield* repo.fail(companyId, row.id, message)) {
-        yield* events.emit(companyId, exportFailedEvent, { id: row.id, uuid: row.uuid, user_id: row.user_id, error_message: message })
-      }
+      yield* recordFailure(CompanyId.make(job.companyId), row, message)
       yield* job.complete({ outcome: "failed", error_message: message })
     }))
   })
@@ -145,10 +192,11 @@ export const ExportHandler = jobHandler(ExportJob, Effect.gen(function*() {
       if (!(yield* repo.start(companyId, row.id, yield* nowDate))) return
 
       const path = store.newPath(companyId, "exports", `.${row.format}`)
-      const target = yield* store.absolute(path)
-      yield* Effect.promise(() => mkdir(dirname(target), { recursive: true }))
+      const dir = yield* exportsDir(store, companyId)
+      yield* Effect.promise(() => mkdir(dir, { recursive: true }))
+      yield* removeLeftovers(dir, row.uuid)
       // Written beside its final place and renamed into it, so a half-written file is never served.
-      const temporary = `${target}.part-${randomUUID()}`
+      const temporary = temporaryIn(dir, row.uuid)
       const removeTemporary = Effect.promise(() => rm(temporary, { force: true }))
 
       const written = yield* Effect.gen(function*() {
@@ -193,6 +241,19 @@ export const ExportHandler = jobHandler(ExportJob, Effect.gen(function*() {
       // Deleted while it was being written: nobody will ask for the file.
       if (!kept) yield* store.remove(path).pipe(Effect.ignore)
     }).pipe(Effect.annotateLogs({ export: job.payload.export_id, company_id: job.companyId }))
+}), Effect.gen(function*() {
+  // Retries spent, or runners that died on every attempt: the export must not stay `processing`.
+  const repo = yield* ExportsRepo
+  const store = yield* BlobStore
+  const recordFailure = yield* failureRecorder
+  return (job: JobGaveUp<ExportPayload>) =>
+    Effect.gen(function*() {
+      const companyId = CompanyId.make(job.companyId)
+      const found = yield* repo.find(companyId, job.payload.export_id)
+      if (Option.isNone(found)) return
+      yield* removeLeftovers(yield* exportsDir(store, companyId), found.value.uuid)
+      yield* recordFailure(companyId, found.value, gaveUpMessage)
+    })
 }))
 
 export const ExportExpiryHandler = jobHandler(ExportExpiryJob, Effect.gen(function*() {
@@ -219,4 +280,7 @@ export const ExportExpiryHandler = jobHandler(ExportExpiryJob, Effect.gen(functi
 }))
 
 /** What the export kinds need from the runner's layer (for `Jobs.runner`'s type argument). */
-export type ExportJobServices = Effect.Services<typeof ExportHandler.make> | Effect.Services<typeof ExportExpiryHandler.make>
+export type ExportJobServices =
+  | Effect.Services<typeof ExportHandler.make>
+  | Effect.Services<NonNullable<typeof ExportHandler.gaveUp>>
+  | Effect.Services<typeof ExportExpiryHandler.make>

@@ -1,6 +1,7 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
+import { AppConfig } from "../platform/Config.ts"
 import type { Condition, GroupLogic } from "../segments/Domain.ts"
 import type { ExportFilters, ExportFormat, ExportStatus, ExportType } from "./Domain.ts"
 import type { Cell } from "./Writers.ts"
@@ -45,21 +46,60 @@ export interface Scope {
   readonly groupChatId?: number
 }
 
+/** How a writer takes its rows: as cells, or as CSV records the database already wrote. */
+export type BatchShape = "rows" | "csv"
+
 /** One page of an export's rows, with the keyset cursor to continue after. */
-export interface Batch {
-  readonly rows: ReadonlyArray<ReadonlyArray<Cell>>
-  readonly last: number
+export type Batch =
+  & { readonly count: number; readonly last: number }
+  & (
+    | { readonly shape: "rows"; readonly rows: ReadonlyArray<ReadonlyArray<Cell>> }
+    /** The records, joined into pieces of at most about `csvPiece` characters. */
+    | { readonly shape: "csv"; readonly csv: ReadonlyArray<string> }
+  )
+
+/** Rows per batch handed to a writer (and per keyset page): memory holds one, whatever the export's size. */
+export const pageSize = 1000
+
+/** How the database writes a column as CSV. */
+type Kind = "int" | "text" | "time"
+
+const contactFields: ReadonlyArray<readonly [string, Kind]> = [
+  ["id", "int"], ["display_name", "text"], ["first_name", "text"], ["last_name", "text"], ["company_name", "text"],
+  ["status", "text"], ["phones", "text"], ["emails", "text"], ["tags", "text"], ["accounts", "text"], ["custom_fields", "text"],
+  ["blocked_at", "time"], ["blocked_reason", "text"], ["opted_out_at", "time"], ["created_at", "time"], ["updated_at", "time"]
+]
+
+const messageFields: ReadonlyArray<readonly [string, Kind]> = [
+  ["id", "int"], ["timestamp", "time"], ["direction", "text"], ["message_type", "text"], ["message_content", "text"],
+  ["status", "text"], ["conversation_id", "int"], ["conversation_name", "text"], ["contact_id", "int"], ["contact_name", "text"],
+  ["channel_id", "int"], ["channel_name", "text"], ["channel_type", "text"], ["group_chat_id", "int"], ["sender_user_id", "int"],
+  ["created_at", "time"]
+]
+
+export const contactColumns: ReadonlyArray<string> = contactFields.map(([name]) => name)
+export const messageColumns: ReadonlyArray<string> = messageFields.map(([name]) => name)
+
+/**
+ * One CSV record per row of `r`, written by the database: C code does per cell what JS does with
+ * several allocations, and the client decodes one text value per row. `quote_ident` is RFC 4180
+ * quoting (double quotes, inner ones doubled), applied unless a cell is only `[a-z0-9_]`; a cell
+ * starting with `=`, `+`, `-` or `@` first gets a leading `'` (formula injection). Times are ISO
+ * 8601 UTC with milliseconds, truncated, as the driver's `Date` and `toISOString` give them.
+ */
+const csvRecord = (fields: ReadonlyArray<readonly [string, Kind]>) => {
+  const cells = fields.map(([name, kind]) => {
+    const col = `r."${name}"`
+    return kind === "int"
+      ? col
+      : kind === "time"
+      ? `to_char(${col} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+      : `quote_ident(CASE WHEN ascii(${col}) IN (61, 43, 45, 64) THEN '''' || ${col} ELSE ${col} END)`
+  })
+  return `concat(${cells.join(", ',', ")}, E'\\r\\n')`
 }
-
-export const contactColumns = [
-  "id", "display_name", "first_name", "last_name", "company_name", "status", "phones", "emails", "tags", "accounts",
-  "custom_fields", "blocked_at", "blocked_reason", "opted_out_at", "created_at", "updated_at"
-] as const
-
-export const messageColumns = [
-  "id", "timestamp", "direction", "message_type", "message_content", "status", "conversation_id", "conversation_name",
-  "contact_id", "contact_name", "channel_id", "channel_name", "channel_type", "group_chat_id", "sender_user_id", "created_at"
-] as const
+const contactRecord = csvRecord(contactFields)
+const messageRecord = csvRecord(messageFields)
 
 const cell = (value: unknown): Cell =>
   value === null || value === undefined
@@ -73,9 +113,32 @@ const cell = (value: unknown): Cell =>
     : JSON.stringify(value)
 
 const toBatch = (columns: ReadonlyArray<string>) => (rows: ReadonlyArray<Record<string, unknown>>): Batch => ({
+  shape: "rows",
   rows: rows.map((row) => columns.map((c) => cell(row[c]))),
+  count: rows.length,
   last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id)
 })
+
+/**
+ * Small enough that V8 allocates each piece among the young objects, which die cheaply: a string
+ * of a whole batch (hundreds of KB) goes to the large-object space, which only a full collection
+ * frees, and the heap grows by one per batch until then.
+ */
+const csvPiece = 32_768
+
+const toCsvBatch = (rows: ReadonlyArray<Record<string, unknown>>): Batch => {
+  const csv: Array<string> = []
+  let piece = ""
+  for (const row of rows) {
+    piece += row.record as string
+    if (piece.length >= csvPiece) {
+      csv.push(piece)
+      piece = ""
+    }
+  }
+  if (piece !== "") csv.push(piece)
+  return { shape: "csv", csv, count: rows.length, last: rows.length === 0 ? 0 : Number(rows[rows.length - 1].id) }
+}
 
 /** bigint columns arrive as text; events and the dispatcher need numbers (`user_id` routes to the private channel). */
 const normal = (row: ExportRow): ExportRow => ({
@@ -124,13 +187,19 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
   segments(companyId: CompanyId, ids: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<SegmentRow>>
   /** Which of `ids` exist in the company's `table` (channels, conversations, group threads). */
   existing(companyId: CompanyId, what: "channel" | "conversation" | "group_chat", id: number): Effect.Effect<boolean>
-  contacts(companyId: CompanyId, scope: Scope, after: number, limit: number): Effect.Effect<Batch>
-  messages(companyId: CompanyId, scope: Scope, after: number, limit: number): Effect.Effect<Batch>
+  /**
+   * Every row of an export in id order, as batches shaped as `shape`. On a PostgreSQL server this
+   * is one statement streamed on a connection of its own (planned like `COPY` of the same
+   * SELECT, read as fast as the file is written); embedded PGlite has one connection, which the
+   * export must share with its own progress writes: there it is keyset pages of `pageSize`.
+   */
+  batches(companyId: CompanyId, type: ExportType, scope: Scope, shape: BatchShape): Stream.Stream<Batch>
 }>()("crm/exports/ExportsRepo") {
   static readonly layer = Layer.effect(
     ExportsRepo,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const streamed = Option.isSome((yield* AppConfig).databaseUrl)
       const cols = columns(sql)
       const live = (companyId: CompanyId) => sql`company_id = ${companyId} AND deleted_at IS NULL`
 
@@ -233,8 +302,8 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
           )
 
 
-      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: number) =>
-        sql<Record<string, unknown>>`
+      const contacts = (companyId: CompanyId, scope: Scope, after: number, limit: Statement.Fragment) =>
+        sql`
           SELECT c.id, c.display_name, c.first_name, c.last_name, c.company_name, c.status,
             (SELECT string_agg(p.phone, '; ' ORDER BY p.position, p.id) FROM contact_phones p
              WHERE p.company_id = ${companyId} AND p.contact_id = c.id) AS phones,
@@ -251,13 +320,13 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
               WHERE a.company_id = ${companyId} AND a.contact_id = c.id AND a.channel_type = ${scope.accountType})`}
             ${scope.members === undefined ? sql`` : sql`AND c.id IN (${scope.members})`}
           ORDER BY c.id
-          LIMIT ${limit}`.unprepared.pipe(Effect.map(toBatch(contactColumns)), Effect.orDie)
+          ${limit}`
 
       const name = (alias: string) =>
         sql.literal(`coalesce(nullif(${alias}.display_name, ''), nullif(concat_ws(' ', ${alias}.first_name, ${alias}.last_name), ''))`)
 
-      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: number) =>
-        sql<Record<string, unknown>>`
+      const messages = (companyId: CompanyId, scope: Scope, after: number, limit: Statement.Fragment) =>
+        sql`
           SELECT m.id, m."timestamp", m.direction, m.message_type, m.message_content, m.status, m.conversation_id,
             ${name("ct")} AS conversation_name, ct.id AS contact_id, ${name("ct")} AS contact_name,
             m.channel_id, ch.name AS channel_name, ch.type AS channel_type,
@@ -275,7 +344,39 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
             ${scope.conversationId === undefined ? sql`` : sql`AND m.conversation_id = ${scope.conversationId}`}
             ${scope.groupChatId === undefined ? sql`` : sql`AND m.thread_id = ${scope.groupChatId}`}
           ORDER BY m.id
-          LIMIT ${limit}`.pipe(Effect.map(toBatch(messageColumns)), Effect.orDie)
+          ${limit}`
+
+      /** The export's SELECT from `after` on (all of it without `limit`), shaped: CSV records are `[record, id]` rows. */
+      const statement = (companyId: CompanyId, type: ExportType, scope: Scope, shape: BatchShape, after: number, limit: Statement.Fragment) => {
+        const rows = type === "messages" ? messages(companyId, scope, after, limit) : contacts(companyId, scope, after, limit)
+        if (shape === "rows") return sql<Record<string, unknown>>`${rows}`
+        const record = type === "messages" ? messageRecord : contactRecord
+        return sql<Record<string, unknown>>`SELECT ${sql.literal(record)} AS record, r.id FROM (${rows}) r ORDER BY r.id`
+      }
+      const toShape = (type: ExportType, shape: BatchShape) =>
+        shape === "rows" ? toBatch(type === "messages" ? messageColumns : contactColumns) : toCsvBatch
+
+      const batches = (companyId: CompanyId, type: ExportType, scope: Scope, shape: BatchShape): Stream.Stream<Batch> => {
+        const batch = toShape(type, shape)
+        if (streamed) {
+          // As the rows arrive (a socket read's worth): they die young, before the garbage collector promotes them.
+          return statement(companyId, type, scope, shape, 0, sql``).stream.pipe(
+            Stream.chunks,
+            Stream.map(batch),
+            Stream.orDie
+          )
+        }
+        // Segment members are a statement of their own per export: not worth a prepared statement.
+        const page = (after: number) => statement(companyId, type, scope, shape, after, sql`LIMIT ${pageSize}`).unprepared
+        return Stream.paginate(0, (after: number) =>
+          page(after).pipe(
+            Effect.map((rows) => {
+              const next = batch(rows)
+              return [next.count === 0 ? [] : [next], next.count < pageSize ? Option.none<number>() : Option.some(next.last)] as const
+            }),
+            Effect.orDie
+          ))
+      }
 
       return ExportsRepo.of({
         page,
@@ -291,8 +392,7 @@ export class ExportsRepo extends Context.Service<ExportsRepo, {
         expire,
         segments,
         existing,
-        contacts,
-        messages
+        batches
       })
     })
   )

@@ -1,33 +1,23 @@
 import ExcelJS from "exceljs"
-import { once } from "node:events"
-import { createWriteStream, type WriteStream } from "node:fs"
+import { type EventEmitter, once } from "node:events"
+import { closeSync, createWriteStream, openSync, type WriteStream, writeSync } from "node:fs"
 import type { ExportFormat } from "./Domain.ts"
+import type { Batch, BatchShape } from "./Repo.ts"
 
 /** A cell as read from the database: text, number, boolean or nothing. */
 export type Cell = string | number | boolean | null
 
-/** Writes rows of one export to a local file, batch by batch, without holding them. */
+/** Writes the batches of one export to a local file as they come, without holding them. */
 export interface FileWriter {
-  write(rows: ReadonlyArray<ReadonlyArray<Cell>>): Promise<void>
+  /** What its batches must be: cells, or CSV records. */
+  readonly shape: BatchShape
+  /** A promise when the caller must wait for the file, else nothing (see `csvWriter`). */
+  write(batch: Batch): Promise<void> | undefined
   /** Flushes and closes the file. */
   finish(): Promise<void>
   /** Closes the file after a failure (the caller removes it). */
   abort(): void
 }
-
-const formulaStart = /^[=+\-@]/
-
-/** Spreadsheet programs run a cell that starts with `=`, `+`, `-` or `@` as a formula; a leading `'` keeps it text. */
-export const neutralise = (value: string) => (formulaStart.test(value) ? `'${value}` : value)
-
-const csvField = (cell: Cell) => {
-  if (cell === null) return ""
-  const text = typeof cell === "string" ? neutralise(cell) : String(cell)
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, "\"\"")}"` : text
-}
-
-/** RFC 4180: CRLF records, fields quoted only when they must be. */
-export const csvLine = (cells: ReadonlyArray<Cell>) => `${cells.map(csvField).join(",")}\r\n`
 
 const streamWriter = (file: string) => {
   const out: WriteStream = createWriteStream(file, { flags: "wx", mode: 0o640 })
@@ -43,22 +33,39 @@ const streamWriter = (file: string) => {
   return { put, end, abort: () => out.destroy() }
 }
 
+const rowsOf = (batch: Batch) => {
+  if (batch.shape !== "rows") throw new Error("expected a batch of cells")
+  return batch.rows
+}
+
+/**
+ * RFC 4180 with CRLF records: the database writes the records (quoting, formula neutralisation),
+ * this only adds the BOM, which makes Excel read the file as UTF-8, and the header. Written with
+ * `writeSync`, as pino writes logs: one page-cache write of a batch's ~100 KB, where an await per
+ * batch would keep the rows the driver reads meanwhile alive into the old space (RSS +100 MB over
+ * a 1M-row export, bench/README.md).
+ */
 const csvWriter = (file: string, header: ReadonlyArray<string>): FileWriter => {
-  const out = streamWriter(file)
-  // The BOM makes Excel read the file as UTF-8.
-  let started = false
+  const fd = openSync(file, "wx", 0o640)
+  let open = true
+  const put = (text: string) => {
+    const bytes = Buffer.from(text, "utf8")
+    for (let at = 0; at < bytes.length;) at += writeSync(fd, bytes, at)
+  }
+  const close = () => {
+    if (open) closeSync(fd)
+    open = false
+  }
+  put(`\uFEFF${header.join(",")}\r\n`)
   return {
-    write: async (rows) => {
-      let chunk = started ? "" : `\uFEFF${csvLine(header)}`
-      started = true
-      for (const row of rows) chunk += csvLine(row)
-      await out.put(chunk)
+    shape: "csv",
+    write: (batch) => {
+      if (batch.shape !== "csv") throw new Error("expected a batch of CSV records")
+      for (const piece of batch.csv) put(piece)
+      return undefined
     },
-    finish: async () => {
-      if (!started) await out.put(`\uFEFF${csvLine(header)}`)
-      await out.end()
-    },
-    abort: out.abort
+    finish: async () => close(),
+    abort: close
   }
 }
 
@@ -66,9 +73,10 @@ const jsonWriter = (file: string, header: ReadonlyArray<string>): FileWriter => 
   const out = streamWriter(file)
   let first = true
   return {
-    write: async (rows) => {
+    shape: "rows",
+    write: async (batch) => {
       let chunk = ""
-      for (const row of rows) {
+      for (const row of rowsOf(batch)) {
         const record: Record<string, Cell> = {}
         header.forEach((key, i) => (record[key] = row[i]))
         chunk += `${first ? "[\n" : ",\n"}${JSON.stringify(record)}`
@@ -90,22 +98,55 @@ const jsonWriter = (file: string, header: ReadonlyArray<string>): FileWriter => 
  */
 const xlsxCell = (cell: Cell) => (typeof cell === "string" ? cell.replace(/\r\n?/g, "\n").slice(0, 32767) : cell)
 
+/** The buffer states of a Node (or `readable-stream`) stream. */
+interface StreamState {
+  readonly _writableState?: { readonly length?: number; readonly needDrain?: boolean }
+  readonly _readableState?: { readonly length?: number }
+}
+
+/** Bytes of sheet XML allowed to wait for the compressor before the writer waits for it. */
+const xlsxBacklog = 4 * 2 ** 20
+
 const xlsxWriter = (file: string, header: ReadonlyArray<string>, sheet: string): FileWriter => {
+  const out = createWriteStream(file, { flags: "wx", mode: 0o640 })
+  const failed = new Promise<never>((_, reject) => out.once("error", reject))
+  failed.catch(() => undefined)
   // Inline strings and no styles: every committed row goes straight to the zip stream.
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ filename: file, useStyles: false, useSharedStrings: false })
+  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false })
   const worksheet = workbook.addWorksheet(sheet)
   worksheet.addRow([...header]).commit()
+  /**
+   * exceljs pipes the sheet's XML into the zip stream's input (a `readable-stream` 2 PassThrough)
+   * without looking at `write`'s result, so rows pile up there faster than they are deflated:
+   * wait for it to drain below the backlog. exceljs 4.4 internals, hence the guards.
+   */
+  const compressorInput = () =>
+    (worksheet as unknown as { stream?: { pipes?: Array<StreamState & EventEmitter> } }).stream?.pipes?.[0]
+  const backlog = () => {
+    const input = compressorInput()
+    return (input?._writableState?.length ?? 0) + (input?._readableState?.length ?? 0)
+  }
+  const drained = async () => {
+    const input = compressorInput()
+    while (input !== undefined && backlog() > xlsxBacklog) {
+      await Promise.race([
+        input._writableState?.needDrain === true ? once(input, "drain") : new Promise((resolve) => setTimeout(resolve, 5)),
+        failed
+      ])
+    }
+  }
   return {
-    write: async (rows) => {
-      for (const row of rows) worksheet.addRow(row.map(xlsxCell)).commit()
-      // Lets the zip stream drain to the file between batches.
-      await new Promise((resolve) => setImmediate(resolve))
+    shape: "rows",
+    write: (batch) => {
+      for (const row of rowsOf(batch)) worksheet.addRow(row.map(xlsxCell)).commit()
+      return backlog() > xlsxBacklog ? drained() : undefined
     },
     finish: async () => {
       worksheet.commit()
-      await workbook.commit()
+      await Promise.race([workbook.commit(), failed])
+      if (!out.closed) await Promise.race([once(out, "close"), failed])
     },
-    abort: () => undefined
+    abort: () => out.destroy()
   }
 }
 

@@ -70,12 +70,27 @@ export interface JobRun<P, Pr> {
 export interface JobHandler<R> {
   readonly kind: JobKind<any, any>
   readonly make: Effect.Effect<(job: JobRun<any, any>) => Effect.Effect<void, unknown>, never, R>
+  readonly gaveUp?: Effect.Effect<(job: JobGaveUp<any>) => Effect.Effect<void, unknown>, never, R> | undefined
 }
 
+/** A job marked failed for good: its attempts are spent, or its runners kept dying. */
+export interface JobGaveUp<P> {
+  readonly id: number
+  readonly companyId: number
+  readonly payload: P
+  readonly error: string
+}
+
+/**
+ * `gaveUp`, when given, runs in the transaction that marks the job failed for good, so the area's
+ * own record (say, an export left `processing`) does not wait forever; its failure is logged and
+ * does not keep the job alive.
+ */
 export const jobHandler = <P, Pr, R>(
   kind: JobKind<P, Pr>,
-  make: Effect.Effect<(job: JobRun<P, Pr>) => Effect.Effect<void, unknown>, never, R>
-): JobHandler<R> => ({ kind, make })
+  make: Effect.Effect<(job: JobRun<P, Pr>) => Effect.Effect<void, unknown>, never, R>,
+  gaveUp?: Effect.Effect<(job: JobGaveUp<P>) => Effect.Effect<void, unknown>, never, R>
+): JobHandler<R> => ({ kind, make, gaveUp })
 
 /** How often a runner looks for jobs to adopt (handed back at shutdown, or whose runner died). */
 export const adoptEvery = Duration.seconds(30)
@@ -167,7 +182,9 @@ export class Jobs extends Context.Service<Jobs, {
       const fibers = yield* FiberSet.make<void, never>()
       const wakeups = yield* jobs.wakeups
       const kinds = yield* Effect.forEach(handlers, (h) =>
-        Effect.map(h.make, (handle) => ({ kind: h.kind, handle, running: 0 })))
+        Effect.all({ handle: h.make, gaveUp: h.gaveUp ?? Effect.succeed(undefined) }).pipe(
+          Effect.map(({ gaveUp, handle }) => ({ kind: h.kind, handle, gaveUp, running: 0 }))
+        ))
       if (kinds.length === 0) return
       const names = kinds.map((k) => k.kind.name)
 
@@ -216,12 +233,21 @@ export class Jobs extends Context.Service<Jobs, {
             const now = yield* nowDate
             const giveUp = row.attempts >= kind.maxAttempts
             yield* Effect.logWarning(giveUp ? "job failed for good" : "job failed; it will be retried", cause)
-            yield* sql`
-              UPDATE jobs SET status = ${giveUp ? "failed" : "queued"}, error = ${Cause.pretty(cause)},
+            const error = Cause.pretty(cause)
+            const marked = yield* sql`
+              UPDATE jobs SET status = ${giveUp ? "failed" : "queued"}, error = ${error},
                 lease_owner = NULL, lease_until = NULL, run_after = ${after(now, kind.retryDelay(row.attempts))},
                 finished_at = ${giveUp ? sql`now()` : sql`NULL`}, updated_at = now()
-              WHERE ${mine}`
-          })
+              WHERE ${mine} RETURNING id`
+            if (!giveUp || marked.length === 0 || entry.gaveUp === undefined) return
+            const settle = entry.gaveUp
+            yield* Schema.decodeUnknownEffect(kind.payload)(row.payload).pipe(
+              Effect.flatMap((payload) => settle({ id: row.id, companyId: row.company_id, payload, error })),
+              // A savepoint: the job stays failed whatever the area's bookkeeping does.
+              sql.withTransaction,
+              Effect.catchCause((cause) => Effect.logError("job given up; its area could not record it", cause))
+            )
+          }).pipe(sql.withTransaction)
 
         // At shutdown the job goes back to the queue, for the next runner (or this one restarted); the claim did not count.
         const release = sql`

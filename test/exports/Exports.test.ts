@@ -1,5 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
+import { execFile } from "node:child_process"
+import { existsSync } from "node:fs"
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { promisify } from "node:util"
 import { afterAll, beforeAll } from "vitest"
 import { SignedUrls } from "../../src/platform/files/SignedUrls.ts"
 import { BlobStore } from "../../src/platform/files/BlobStore.ts"
@@ -139,6 +145,36 @@ describe("exports", () => {
     assert.strictEqual(ExportJob.concurrency, 2)
   })
 
+  it("an XLSX export opens in LibreOffice: its CSV conversion equals the database row by row", { timeout: 60_000 }, async () => {
+    const company = await createCompany(server)
+    const data = await seed(server, company)
+    const dir = await mkdtemp(join(tmpdir(), "exports-soffice-"))
+    try {
+      const types = [
+        { type: "contacts", columns: contactColumns, expected: await expectedContacts(server, company.id, Object.values(data.contacts)) },
+        { type: "messages", columns: messageColumns, expected: await expectedMessages(server, company.id, Object.values(data.messages)) }
+      ]
+      for (const { type } of types) {
+        const done = await settled(server, company.token, (await createExport(server, company.token, { type, format: "xlsx" })).id)
+        await writeFile(join(dir, `${type}.xlsx`), (await exportFile(company.token, done.id)).bytes)
+      }
+      // Its own profile directory: a first run creates it, and runs in parallel must not share one.
+      await promisify(execFile)("soffice", [
+        `-env:UserInstallation=file://${dir}/profile`, "--headless", "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76,1",
+        "--outdir", dir, ...types.map(({ type }) => join(dir, `${type}.xlsx`))
+      ], { timeout: 50_000 })
+      for (const { columns, expected, type } of types) {
+        const rows = parseCsv(await readFile(join(dir, `${type}.csv`), "utf8"), "\n")
+        assert.deepStrictEqual(rows, [
+          [...columns],
+          ...expected.map((row: any) => columns.map((c) => norm(row[c]).replace(/\r\n/g, "\n")))
+        ], type)
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it("filters narrow messages by date, channel, direction, conversation and group chat; contacts by account type; segments by segment", async () => {
     const company = await createCompany(server)
     const d = await seed(server, company)
@@ -264,9 +300,10 @@ describe("exports", () => {
   it("download is 404 until completed; a job left processing by a dead runner is adopted once its lease expires", async () => {
     const company = await createCompany(server)
     const d = await seed(server, company)
-    const [row] = await query<{ id: number }>(server, `
+    const [row] = await query<{ id: number; uuid: string }>(server, `
       INSERT INTO exports (uuid, company_id, user_id, type, format, name, status, filters, row_count, created_at)
-      VALUES (gen_random_uuid(), $1, $2, 'messages', 'csv', 'Half done', 'processing', '{}', 1000, now()) RETURNING id`, [company.id, company.admin.id])
+      VALUES (gen_random_uuid(), $1, $2, 'messages', 'csv', 'Half done', 'processing', '{}', 1000, now()) RETURNING id, uuid::text`,
+      [company.id, company.admin.id])
     const [job] = await query<{ id: number }>(server, `
       INSERT INTO jobs (kind, company_id, payload, status, lease_owner, lease_until, attempts)
       VALUES ('export.run', $1, $2::jsonb, 'running', 'dead-runner', now() + interval '1 hour', 1) RETURNING id`,
@@ -275,6 +312,15 @@ describe("exports", () => {
     const pending = await request(server, "GET", `/v1/exports/${row.id}`, { token: company.token })
     assert.deepStrictEqual([pending.body.data.export.status, pending.body.data.export.download_url], ["processing", null])
     assert.strictEqual((await request(server, "GET", `/v1/exports/${row.id}/download`, { token: company.token })).status, 404)
+
+    // The dead runner's half-written file.
+    const dir = await server.runInApp(Effect.gen(function*() {
+      const store = yield* BlobStore
+      return dirname(yield* Effect.orDie(store.absolute(store.newPath(company.id, "exports", ""))))
+    }))
+    await mkdir(dir, { recursive: true })
+    const leftover = join(dir, `${row.uuid}.dead-runner.part`)
+    await writeFile(leftover, "1,half")
 
     // The runner died: its lease runs out, and this runner takes the job over.
     await query(server, "UPDATE jobs SET lease_until = now() - interval '1 second' WHERE id = $1", [job.id])
@@ -285,6 +331,8 @@ describe("exports", () => {
     assert.deepStrictEqual(rows.slice(1).map((r) => Number(r[0])), Object.values(d.messages))
     const [after] = await query<{ status: string; attempts: number; lease_owner: string | null }>(server, "SELECT status, attempts, lease_owner FROM jobs WHERE id = $1", [job.id])
     assert.deepStrictEqual(after, { status: "finished", attempts: 2, lease_owner: null })
+    assert.isFalse(existsSync(leftover), "the dead runner's .part file is gone")
+    assert.deepStrictEqual((await readdir(dir)).filter((name) => name.startsWith(row.uuid)), [])
   })
 
   it("signed links stop at expires_at; expired exports show expired and the sweep removes their file", async () => {

@@ -36,8 +36,8 @@ export const fetchBytes = async (server: RunningServer, path: string, token?: st
   return { status: response.status, headers: response.headers, bytes: Buffer.from(await response.arrayBuffer()) }
 }
 
-/** RFC 4180 reader: quoted fields, doubled quotes, CRLF records. */
-export const parseCsv = (text: string): Array<Array<string>> => {
+/** RFC 4180 reader: quoted fields, doubled quotes, CRLF records (or `newline`'s). */
+export const parseCsv = (text: string, newline: "\r\n" | "\n" = "\r\n"): Array<Array<string>> => {
   const rows: Array<Array<string>> = []
   let row: Array<string> = []
   let field = ""
@@ -54,15 +54,15 @@ export const parseCsv = (text: string): Array<Array<string>> => {
     else if (ch === ",") {
       row.push(field)
       field = ""
-    } else if (ch === "\r" && text[i + 1] === "\n") {
+    } else if (text.startsWith(newline, i)) {
       row.push(field)
       rows.push(row)
       row = []
       field = ""
-      i++
+      i += newline.length - 1
     } else field += ch
   }
-  if (field !== "" || row.length > 0) throw new Error("CSV does not end with CRLF")
+  if (field !== "" || row.length > 0) throw new Error(`CSV does not end with ${JSON.stringify(newline)}`)
   return rows
 }
 
