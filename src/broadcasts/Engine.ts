@@ -3,7 +3,7 @@ import { SqlClient, type Statement } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
-import type { Message } from "../messages/Domain.ts"
+import { type BatchResult, BatchOutbound } from "../messages/BatchOutbound.ts"
 import { Outbound } from "../messages/Outbound.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Jobs } from "../platform/Jobs.ts"
@@ -79,6 +79,7 @@ export class RunEngine extends Context.Service<RunEngine, {
       const events = yield* Events
       const jobs = yield* Jobs
       const outbound = yield* Outbound
+      const batches = yield* BatchOutbound
       const config = yield* AppConfig
       const templates = yield* TemplateSending
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -166,12 +167,34 @@ export class RunEngine extends Context.Service<RunEngine, {
         yield* events.emit(companyId, "broadcast.run.finished", { broadcast_id: broadcastId, run_id: runId, status, ...countsPayload(counts) })
       }, sql.withTransaction, Effect.orDie)
 
-      const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
-        outcomes.length === 0 ? Effect.void : sql`
-          UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
-            sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
-          FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
-          WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'`.pipe(Effect.asVoid, Effect.orDie)
+      /** The recipients' outcomes as a data-modifying CTE, for the statement that stores their messages. */
+      const outcomeWrites = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
+        outcomes.length === 0 ? undefined : sql`
+          recipient_outcomes AS (
+            UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
+              sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
+            FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
+            WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'
+          )`
+
+      const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) => {
+        const writes = outcomeWrites(companyId, outcomes)
+        return writes === undefined ? Effect.void : sql`WITH ${writes} SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+      }
+
+      /** A recipient's outcome from its batched send: a refusal by the sending rules skips a blocked contact and fails the rest. */
+      const fromBatch = (result: BatchResult, sentAt?: string): Outcome =>
+        result.status === "refused"
+          ? result.reason === "contact_blocked"
+            ? { id: result.key, status: "skipped", error: "contact_blocked", message_id: null }
+            : { id: result.key, status: "failed", error: result.reason, message_id: null }
+          : {
+            id: result.key,
+            status: result.status,
+            error: result.status === "failed" ? "provider_error" : null,
+            message_id: result.messageId,
+            ...(sentAt === undefined ? {} : { sent_at: sentAt })
+          }
 
       const drive = Effect.fn("RunEngine.drive")(function*(companyId: CompanyId, runId: number) {
         const located = yield* sql<{ broadcast_id: number }>`
@@ -208,6 +231,8 @@ export class RunEngine extends Context.Service<RunEngine, {
         const recentHours = rate?.enabled !== false ? rate?.skipContactedWithinHours ?? null : null
         const settings = broadcast.content.settings
         const companyTz = yield* repo.companyTimezone(companyId)
+        // A broadcast whose creator was deleted sends as the system (no sender user).
+        const senderUserId = broadcast.user_id
         const userId = broadcast.user_id ?? 0
 
         const pacers = new Map<number, PacerState>()
@@ -274,45 +299,30 @@ export class RunEngine extends Context.Service<RunEngine, {
         const failed = (id: number, error: string): Outcome => ({ id, status: "failed", error, message_id: null })
         const skipped = (id: number, error: string): Outcome => ({ id, status: "skipped", error, message_id: null })
 
-        const sendOne = (recipient: Claimed, text: string | null, entry: ChannelContent): Effect.Effect<Outcome> =>
+        const metadataOf = (recipient: Claimed) => ({ broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id })
+
+        /** A template send, one at a time through send-template (approved templates, their variables). */
+        const sendTemplate = (recipient: Claimed, entry: ChannelContent): Effect.Effect<Outcome> =>
           Effect.gen(function*() {
             const thread = yield* outbound.threadFor(companyId, recipient.channel_id, recipient.contact_account_id)
             if (Option.isNone(thread)) return failed(recipient.id, "no_thread")
-            const metadata = { broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id }
-            let sent: Effect.Effect<Message, { readonly _tag: string; readonly reason?: string; readonly message: string }>
-            if (entry.type === "template") {
-              sent = Effect.gen(function*() {
-                const template = yield* templates.approved(companyId, {
-                  templateId: entry.templateId ?? 0,
-                  channelId: recipient.channel_id,
-                  language: entry.language ?? undefined
-                })
-                const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
-                for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
-                return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata })
+            const sent = Effect.gen(function*() {
+              const template = yield* templates.approved(companyId, {
+                templateId: entry.templateId ?? 0,
+                channelId: recipient.channel_id,
+                language: entry.language ?? undefined
               })
-            } else {
-              sent = outbound.deliver({
-                thread: thread.value,
-                endpoint: "send",
-                companyId,
-                userId,
-                messageType: "text",
-                text,
-                attachments: [],
-                quotedMessageId: null,
-                quotedExternalMessageId: null,
-                metadata,
-                idempotency: null
-              })
-            }
+              const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
+              for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
+              return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata: metadataOf(recipient) })
+            })
             return yield* sent.pipe(
               Effect.map((message): Outcome =>
                 message.status === "failed"
                   ? { id: recipient.id, status: "failed", error: "provider_error", message_id: message.id }
                   : { id: recipient.id, status: "sent", error: null, message_id: message.id }
               ),
-              Effect.catch((e): Effect.Effect<Outcome> => {
+              Effect.catch((e: { readonly _tag: string; readonly reason?: string; readonly message: string }): Effect.Effect<Outcome> => {
                 if (e._tag === "SendUnavailable") return Effect.succeed({ id: recipient.id, status: "pending", error: null, message_id: null })
                 if (e.reason === "contact_blocked") return Effect.succeed(skipped(recipient.id, "contact_blocked"))
                 return Effect.succeed(failed(recipient.id, e.reason ?? e.message))
@@ -356,23 +366,44 @@ export class RunEngine extends Context.Service<RunEngine, {
               SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
                 AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
           }
-          const results = slots === null
-            ? yield* Effect.forEach(toSend, ({ recipient, text }) => sendOne(recipient, text, entry!), { concurrency: sendConcurrency })
-            : yield* Effect.forEach(toSend, ({ recipient, text }, j) =>
-              Effect.gen(function*() {
-                const wait = slots[j] - (yield* Clock.currentTimeMillis)
-                if (wait > 0) yield* Effect.sleep(wait)
-                // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
-                const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
-                  SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
-                    (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
-                if (fresh.run_status === "cancelled") return skipped(recipient.id, "cancelled")
-                if (fresh.run_status !== "processing") return { id: recipient.id, status: "pending", error: null, message_id: null } satisfies Outcome
-                if (fresh.opted_out) return skipped(recipient.id, "opted_out")
-                const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-                return { ...(yield* sendOne(recipient, text, entry!)), sent_at: at }
-              }), { concurrency: "unbounded" })
-          yield* writeOutcomes(companyId, [...outcomes, ...results])
+          const texts = toSend.filter((t): t is { recipient: Claimed; text: string } => t.text !== null)
+          const itemOf = ({ recipient, text }: { recipient: Claimed; text: string }) => ({
+            key: recipient.id,
+            contactAccountId: recipient.contact_account_id,
+            text,
+            metadata: metadataOf(recipient)
+          })
+          if (slots === null) {
+            const templated = yield* Effect.forEach(toSend.filter((t) => t.text === null), ({ recipient }) => sendTemplate(recipient, entry!), {
+              concurrency: sendConcurrency
+            })
+            const early = [...outcomes, ...templated]
+            // The batch's messages, events and every claimed recipient's outcome in one statement.
+            if (texts.length > 0) {
+              yield* batches.deliver(companyId, channelId, senderUserId, texts.map(itemOf), (results) => outcomeWrites(companyId, [...early, ...results.map((r) => fromBatch(r))]))
+            } else {
+              yield* writeOutcomes(companyId, early)
+            }
+            return claimed.length
+          }
+          yield* writeOutcomes(companyId, outcomes)
+          yield* Effect.forEach(toSend, (send, j) =>
+            Effect.gen(function*() {
+              const { recipient } = send
+              const wait = slots[j] - (yield* Clock.currentTimeMillis)
+              if (wait > 0) yield* Effect.sleep(wait)
+              // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
+              const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
+                SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
+                  (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
+              if (fresh.run_status === "cancelled") return yield* writeOutcomes(companyId, [skipped(recipient.id, "cancelled")])
+              if (fresh.run_status !== "processing") return yield* writeOutcomes(companyId, [{ id: recipient.id, status: "pending", error: null, message_id: null }])
+              if (fresh.opted_out) return yield* writeOutcomes(companyId, [skipped(recipient.id, "opted_out")])
+              const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+              if (send.text === null) return yield* writeOutcomes(companyId, [{ ...(yield* sendTemplate(recipient, entry!)), sent_at: at }])
+              yield* batches.deliver(companyId, channelId, senderUserId, [itemOf({ recipient, text: send.text })], (results) =>
+                outcomeWrites(companyId, results.map((r) => fromBatch(r, at))))
+            }), { concurrency: "unbounded", discard: true })
           return claimed.length
         })
 
@@ -446,7 +477,7 @@ export class RunEngine extends Context.Service<RunEngine, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer]),
+    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer, BatchOutbound.layer]),
     Layer.provide(Media.layer)
   )
 }
