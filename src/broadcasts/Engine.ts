@@ -15,9 +15,21 @@ import { RunJob } from "./Kinds.ts"
 import { newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
 import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
 
-/** Recipients claimed at once per channel when nothing paces it but the provider ceiling. */
+/** Recipients claimed at once per channel for paced sends (the slots of the next `maxIdleMs`). */
 const batchSize = 64
-/** Sends in flight per channel batch (each in its own conversation lane). */
+/**
+ * Unpaced channels (only the provider ceiling paces them): `batchesInFlight` batches at once per
+ * channel, each starting at `firstBatch` recipients and doubling while a batch takes under
+ * `batchTargetMs` (halved past four times that: a loaded database slows every batch). A batch is
+ * claimed (`sending`) before its provider calls, so this also bounds what a crash leaves
+ * `outcome_unknown` to about a second of the channel's sends.
+ */
+const minBatch = 16
+const firstBatch = 32
+const maxBatch = 500
+const batchTargetMs = 400
+const batchesInFlight = 4
+/** Template sends in flight per channel batch (each through its conversation's lane). */
 const sendConcurrency = 16
 /** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
 const maxIdleMs = 1000
@@ -236,6 +248,9 @@ export class RunEngine extends Context.Service<RunEngine, {
         const userId = broadcast.user_id ?? 0
 
         const pacers = new Map<number, PacerState>()
+        const sizes = new Map<number, number>()
+        const runChannels = (yield* sql<{ channel_id: number }>`
+          SELECT DISTINCT channel_id FROM broadcast_recipients WHERE run_id = ${runId}`.pipe(Effect.orDie)).map((row) => Number(row.channel_id))
         const idleUntil = new Map<number, number>()
         const startedAt = yield* Clock.currentTimeMillis
         for (const channelId of broadcast.channel_ids) {
@@ -421,9 +436,11 @@ export class RunEngine extends Context.Service<RunEngine, {
           if (status[0]?.status !== "processing") return
           const nowMs = yield* Clock.currentTimeMillis
           const now = new Date(nowMs)
+          // One index probe per selected channel, not a scan of the run's open recipients.
           const open = yield* sql<{ channel_id: number }>`
-            SELECT DISTINCT channel_id FROM broadcast_recipients
-            WHERE run_id = ${runId} AND status IN ('pending', 'sending')`.pipe(Effect.orDie)
+            SELECT ch AS channel_id FROM unnest(${`{${runChannels.join(",")}}`}::bigint[]) ch
+            WHERE EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'pending' AND channel_id = ch)
+              OR EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'sending' AND channel_id = ch)`.pipe(Effect.orDie)
           if (open.length === 0) {
             yield* progress(true)
             return yield* finish(companyId, broadcastId, runId)
@@ -450,18 +467,31 @@ export class RunEngine extends Context.Service<RunEngine, {
               wakeAt = Math.min(wakeAt, dailyWait)
               continue
             }
+            if (unpaced(pace)) {
+              for (let k = 0; k < batchesInFlight && budget > 0; k++) {
+                const n = Math.min(sizes.get(channelId) ?? firstBatch, budget)
+                budget -= n
+                due.push({ channelId, n, slots: null })
+              }
+              continue
+            }
             const max = Math.min(batchSize, budget)
             const draws = pace.jitterMaxMs > 0 ? yield* Effect.replicateEffect(Random.next, max) : []
-            const slots = unpaced(pace) ? null : planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
-            const n = slots === null ? Math.min(batchSize, budget) : slots.length
-            budget -= n
-            due.push({ channelId, n, slots })
+            const slots = planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
+            budget -= slots.length
+            due.push({ channelId, n: slots.length, slots })
           }
           const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) =>
             Effect.gen(function*() {
+              const began = yield* Clock.currentTimeMillis
               const count = yield* sendBatch(channelId, n, now, slots)
               if (count === 0) idleUntil.set(channelId, nowMs + maxIdleMs)
               else idleUntil.delete(channelId)
+              if (slots === null && count === n) {
+                const took = (yield* Clock.currentTimeMillis) - began
+                const size = sizes.get(channelId) ?? firstBatch
+                sizes.set(channelId, took < batchTargetMs ? Math.min(maxBatch, size * 2) : took > batchTargetMs * 4 ? Math.max(minBatch, Math.floor(size / 2)) : size)
+              }
               return count
             }), { concurrency: "unbounded" })
           yield* progress(false)
