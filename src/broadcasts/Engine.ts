@@ -18,17 +18,18 @@ import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChanne
 /** Recipients claimed at once per channel for paced sends (the slots of the next `maxIdleMs`). */
 const batchSize = 64
 /**
- * Unpaced channels (only the provider ceiling paces them): `batchesInFlight` batches at once per
- * channel, each starting at `firstBatch` recipients and doubling while a batch takes under
- * `batchTargetMs` (halved past four times that: a loaded database slows every batch). A batch is
- * claimed (`sending`) before its provider calls, so this also bounds what a crash leaves
- * `outcome_unknown` to about a second of the channel's sends.
+ * Unpaced channels (only the provider ceiling paces them): a batch starts at `firstBatch` recipients
+ * and doubles while it takes under `batchTargetMs` (halved past four times that: a loaded database
+ * slows every batch); a channel fast enough for batches of `parallelFrom` runs `batchesInFlight` at
+ * once. A batch is claimed (`sending`) before its provider calls, so on a slow provider ceiling this
+ * keeps what a crash leaves `outcome_unknown` to about a second of the channel's sends.
  */
 const minBatch = 16
 const firstBatch = 32
 const maxBatch = 500
 const batchTargetMs = 400
 const batchesInFlight = 4
+const parallelFrom = 128
 /** Template sends in flight per channel batch (each through its conversation's lane). */
 const sendConcurrency = 16
 /** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
@@ -96,11 +97,6 @@ export class RunEngine extends Context.Service<RunEngine, {
       const templates = yield* TemplateSending
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-      const countsOf = Effect.fnUntraced(function*(companyId: CompanyId, broadcastId: number, runId: number) {
-        const rows = yield* repo.counts(companyId, [broadcastId], "run")
-        return rows.find((row) => Number(row.key) === runId) ?? emptyCounts
-      })
-
       const countsPayload = (c: Counts) => ({
         total: c.total,
         pending: c.pending + c.sending,
@@ -163,7 +159,7 @@ export class RunEngine extends Context.Service<RunEngine, {
         const now = yield* nowDate
         const run = yield* repo.findRun(companyId, broadcastId, runId, true)
         if (Option.isNone(run) || run.value.status !== "processing") return
-        const counts = yield* countsOf(companyId, broadcastId, runId)
+        const counts = yield* repo.runCounts(companyId, runId)
         if (counts.pending + counts.sending > 0) return
         const allFailed = counts.total > 0 && counts.failed + counts.skipped === counts.total
         const status = allFailed ? "failed" : "completed"
@@ -423,12 +419,22 @@ export class RunEngine extends Context.Service<RunEngine, {
         })
 
         let lastProgress = 0
+        let progressing = false
+        const emitProgress = Effect.gen(function*() {
+          const counts = yield* repo.runCounts(companyId, runId)
+          yield* events.emit(companyId, "broadcast.run.progress", { broadcast_id: broadcastId, run_id: runId, ...countsPayload(counts) })
+        })
+        /** At most once a second; in the background, so that counting a large run never holds up its sends. */
         const progress = Effect.fnUntraced(function*(force: boolean) {
           const now = yield* Clock.currentTimeMillis
-          if (!force && now - lastProgress < progressEveryMs) return
+          if (force) {
+            lastProgress = now
+            return yield* emitProgress
+          }
+          if (progressing || now - lastProgress < progressEveryMs) return
           lastProgress = now
-          const counts = yield* countsOf(companyId, broadcastId, runId)
-          yield* events.emit(companyId, "broadcast.run.progress", { broadcast_id: broadcastId, run_id: runId, ...countsPayload(counts) })
+          progressing = true
+          yield* Effect.forkChild(emitProgress.pipe(Effect.ensuring(Effect.sync(() => (progressing = false)))))
         })
 
         while (true) {
@@ -468,8 +474,9 @@ export class RunEngine extends Context.Service<RunEngine, {
               continue
             }
             if (unpaced(pace)) {
-              for (let k = 0; k < batchesInFlight && budget > 0; k++) {
-                const n = Math.min(sizes.get(channelId) ?? firstBatch, budget)
+              const size = sizes.get(channelId) ?? firstBatch
+              for (let k = 0; k < (size >= parallelFrom ? batchesInFlight : 1) && budget > 0; k++) {
+                const n = Math.min(size, budget)
                 budget -= n
                 due.push({ channelId, n, slots: null })
               }
