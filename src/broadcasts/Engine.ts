@@ -239,7 +239,7 @@ export class RunEngine extends Context.Service<RunEngine, {
         const recentHours = rate?.enabled !== false ? rate?.skipContactedWithinHours ?? null : null
         const settings = broadcast.content.settings
         const companyTz = yield* repo.companyTimezone(companyId)
-        // A broadcast whose creator was deleted sends as the system (no sender user).
+        // A broadcast whose creator was deleted sends as the system: no sender user (0 to send-template).
         const senderUserId = broadcast.user_id
         const userId = broadcast.user_id ?? 0
 
@@ -491,7 +491,9 @@ export class RunEngine extends Context.Service<RunEngine, {
           const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) =>
             Effect.gen(function*() {
               const began = yield* Clock.currentTimeMillis
-              const count = yield* sendBatch(channelId, n, now, slots)
+              // A batch runs to its outcomes: a driver interrupted (its entity moving to another runner)
+              // finishes the sends it claimed instead of leaving them `outcome_unknown`.
+              const count = yield* Effect.uninterruptible(sendBatch(channelId, n, now, slots))
               if (count === 0) idleUntil.set(channelId, nowMs + maxIdleMs)
               else idleUntil.delete(channelId)
               if (slots === null && count === n) {
