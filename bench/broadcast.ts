@@ -63,7 +63,14 @@ const writes = async () => {
 
 /** Polls the run's row (not the API: its stats are the heavier read, and would load the database under test). */
 const waitDone = async (runId: number) => {
+  const began = Date.now()
+  let reported = began
   while (true) {
+    if (Date.now() - reported >= 30_000) {
+      reported = Date.now()
+      const [p] = await db("SELECT count(*) FILTER (WHERE status NOT IN ('pending', 'sending'))::int AS done FROM broadcast_recipients WHERE run_id = $1", [runId])
+      console.log(`  … ${p.done} recipients final after ${((reported - began) / 1000).toFixed(0)} s (${(p.done / ((reported - began) / 1000)).toFixed(0)}/s)`)
+    }
     const [run] = await db("SELECT status FROM broadcast_runs WHERE id = $1", [runId])
     if (run.status !== "processing") {
       const [counts] = await db("SELECT count(*) FILTER (WHERE status = 'sent')::int AS sent FROM broadcast_recipients WHERE run_id = $1", [runId])

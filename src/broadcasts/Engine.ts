@@ -19,12 +19,12 @@ import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChanne
 const batchSize = 64
 /**
  * Unpaced channels (only the provider ceiling paces them): a batch starts at `firstBatch` recipients
- * and doubles while it takes under `batchTargetMs` (halved past four times that: a loaded database
- * slows every batch); a channel fast enough for batches of `parallelFrom` runs `batchesInFlight` at
- * once. A batch is claimed (`sending`) before its provider calls, so on a slow provider ceiling this
- * keeps what a crash leaves `outcome_unknown` to about a second of the channel's sends.
+ * and doubles while it takes under `batchTargetMs` (it never shrinks: a loaded database slows every
+ * batch, and smaller ones would only add round trips); a channel fast enough for batches of
+ * `parallelFrom` runs `batchesInFlight` at once. A batch is claimed (`sending`) before its provider
+ * calls, so on a slow provider ceiling this keeps what a crash leaves `outcome_unknown` to about a
+ * second of the channel's sends.
  */
-const minBatch = 16
 const firstBatch = 32
 const maxBatch = 500
 const batchTargetMs = 400
@@ -499,7 +499,7 @@ export class RunEngine extends Context.Service<RunEngine, {
               if (slots === null && count === n) {
                 const took = (yield* Clock.currentTimeMillis) - began
                 const size = sizes.get(channelId) ?? firstBatch
-                sizes.set(channelId, took < batchTargetMs ? Math.min(maxBatch, size * 2) : took > batchTargetMs * 4 ? Math.max(minBatch, Math.floor(size / 2)) : size)
+                if (took < batchTargetMs) sizes.set(channelId, Math.min(maxBatch, size * 2))
               }
               return count
             }), { concurrency: "unbounded" })
