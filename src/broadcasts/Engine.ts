@@ -12,7 +12,7 @@ import { TemplateSending } from "../templates/Sending.ts"
 import { render, trackLinks, withOptOut } from "./Content.ts"
 import type { ChannelContent, SendWindow } from "./Domain.ts"
 import { RunJob } from "./Kinds.ts"
-import { newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
+import { admit, newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
 import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
 
 /** Recipients claimed at once per channel for paced sends (the slots of the next `maxIdleMs`). */
@@ -248,12 +248,14 @@ export class RunEngine extends Context.Service<RunEngine, {
         const runChannels = (yield* sql<{ channel_id: number }>`
           SELECT DISTINCT channel_id FROM broadcast_recipients WHERE run_id = ${runId}`.pipe(Effect.orDie)).map((row) => Number(row.channel_id))
         const idleUntil = new Map<number, number>()
+        const actual = new Map<number, Array<number>>()
         const startedAt = yield* Clock.currentTimeMillis
         for (const channelId of broadcast.channel_ids) {
           const recent = yield* sql<{ sent_at: Date }>`
             SELECT sent_at FROM broadcast_recipients
             WHERE broadcast_id = ${broadcastId} AND channel_id = ${channelId} AND sent_at > ${new Date(startedAt - 60_000)}`.pipe(Effect.orDie)
           pacers.set(channelId, newPacer(recent.map((r) => r.sent_at.getTime()), startedAt))
+          actual.set(channelId, recent.map((r) => r.sent_at.getTime()).sort((a, b) => a - b))
         }
 
         const localMinute = (now: Date) =>
@@ -410,7 +412,12 @@ export class RunEngine extends Context.Service<RunEngine, {
               if (fresh.run_status === "cancelled") return yield* writeOutcomes(companyId, [skipped(recipient.id, "cancelled")])
               if (fresh.run_status !== "processing") return yield* writeOutcomes(companyId, [{ id: recipient.id, status: "pending", error: null, message_id: null }])
               if (fresh.opted_out) return yield* writeOutcomes(companyId, [skipped(recipient.id, "opted_out")])
-              const at = new Date(yield* Clock.currentTimeMillis).toISOString()
+              const log = actual.get(channelId) ?? []
+              actual.set(channelId, log)
+              const admitted = admit(log, pace.perMinute, yield* Clock.currentTimeMillis)
+              const late = admitted - (yield* Clock.currentTimeMillis)
+              if (late > 0) yield* Effect.sleep(late)
+              const at = new Date(admitted).toISOString()
               if (send.text === null) return yield* writeOutcomes(companyId, [{ ...(yield* sendTemplate(recipient, entry!)), sent_at: at }])
               yield* batches.deliver(companyId, channelId, senderUserId, [itemOf({ recipient, text: send.text })], (results) =>
                 outcomeWrites(companyId, results.map((r) => fromBatch(r, at))))
