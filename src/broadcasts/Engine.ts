@@ -19,7 +19,7 @@ import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChanne
 const batchSize = 64
 /**
  * Unpaced channels (only the provider ceiling paces them): a batch starts at `firstBatch` recipients
- * and doubles while it takes under `batchTargetMs` (it never shrinks: a loaded database slows every
+ * and doubles after two batches in a row took under `batchTargetMs` (it never shrinks: a loaded database slows every
  * batch, and smaller ones would only add round trips); a channel fast enough for batches of
  * `parallelFrom` runs `batchesInFlight` at once. A batch is claimed (`sending`) before its provider
  * calls, so on a slow provider ceiling this keeps what a crash leaves `outcome_unknown` to about a
@@ -29,7 +29,7 @@ const firstBatch = 32
 const maxBatch = 500
 const batchTargetMs = 400
 const batchesInFlight = 4
-const parallelFrom = 128
+const parallelFrom = 256
 /** Template sends in flight per channel batch (each through its conversation's lane). */
 const sendConcurrency = 16
 /** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
@@ -245,6 +245,7 @@ export class RunEngine extends Context.Service<RunEngine, {
 
         const pacers = new Map<number, PacerState>()
         const sizes = new Map<number, number>()
+        const fast = new Map<number, number>()
         const runChannels = (yield* sql<{ channel_id: number }>`
           SELECT DISTINCT channel_id FROM broadcast_recipients WHERE run_id = ${runId}`.pipe(Effect.orDie)).map((row) => Number(row.channel_id))
         const idleUntil = new Map<number, number>()
@@ -269,9 +270,10 @@ export class RunEngine extends Context.Service<RunEngine, {
             const minute = localMinute(now)
             eligible = inWindow(minute, window)
             if (window.smart) {
-              eligible = sql`${eligible} AND ${minute} >= CASE WHEN r.preferred_minute IS NOT NULL AND ${
+              // Compared as minutes since the window opened, so that a window over midnight orders them too.
+              eligible = sql`${eligible} AND (${minute} - ${window.start} + 1440) % 1440 >= (CASE WHEN r.preferred_minute IS NOT NULL AND ${
                 inWindow(sql`r.preferred_minute`, window)
-              } THEN r.preferred_minute ELSE ${window.start} END`
+              } THEN r.preferred_minute ELSE ${window.start} END - ${window.start} + 1440) % 1440`
             }
           }
           const recent = recentHours === null ? sql`false` : sql`EXISTS (
@@ -506,7 +508,10 @@ export class RunEngine extends Context.Service<RunEngine, {
               if (slots === null && count === n) {
                 const took = (yield* Clock.currentTimeMillis) - began
                 const size = sizes.get(channelId) ?? firstBatch
-                if (took < batchTargetMs) sizes.set(channelId, Math.min(maxBatch, size * 2))
+                // Two fast batches in a row: a provider ceiling lets its first second's worth through at once.
+                const streak = took < batchTargetMs ? (fast.get(channelId) ?? 0) + 1 : 0
+                fast.set(channelId, streak >= 2 ? 0 : streak)
+                if (streak >= 2) sizes.set(channelId, Math.min(maxBatch, size * 2))
               }
               return count
             }), { concurrency: "unbounded" })
