@@ -264,7 +264,15 @@ export class RunEngine extends Context.Service<RunEngine, {
         const inWindow = (minute: Statement.Fragment, w: NonNullable<typeof window>) =>
           w.start <= w.end ? sql`(${minute} >= ${w.start} AND ${minute} < ${w.end})` : sql`(${minute} >= ${w.start} OR ${minute} < ${w.end})`
 
+        /**
+         * Per channel, the highest recipient id claimed: claims start after it, because the index entries
+         * of the recipients already claimed stay until vacuum and a claim from the start of the run would
+         * step over all of them (slower with every batch). A claim that finds fewer than it asked for
+         * starts from the beginning next time, which picks up recipients put back to `pending`.
+         */
+        const cursors = new Map<number, number>()
         const claim = (channelId: number, n: number, now: Date) => {
+          const after = cursors.get(channelId) ?? 0
           let eligible = sql`true`
           if (window !== null) {
             const minute = localMinute(now)
@@ -284,7 +292,7 @@ export class RunEngine extends Context.Service<RunEngine, {
           return sql<Claimed>`
             WITH picked AS (
               SELECT r.id FROM broadcast_recipients r
-              WHERE r.run_id = ${runId} AND r.status = 'pending' AND r.channel_id = ${channelId} AND ${eligible}
+              WHERE r.run_id = ${runId} AND r.status = 'pending' AND r.channel_id = ${channelId} AND r.id > ${after} AND ${eligible}
               ORDER BY r.id LIMIT ${n} FOR UPDATE SKIP LOCKED
             ), cl AS (
               UPDATE broadcast_recipients r SET status = 'sending', attempts = r.attempts + 1, sent_at = ${now}
@@ -359,6 +367,8 @@ export class RunEngine extends Context.Service<RunEngine, {
          */
         const sendBatch = Effect.fnUntraced(function*(channelId: number, n: number, now: Date, slots: ReadonlyArray<number> | null) {
           const claimed = yield* claim(channelId, n, now)
+          if (claimed.length < n) cursors.delete(channelId)
+          else cursors.set(channelId, Math.max(cursors.get(channelId) ?? 0, claimed[claimed.length - 1].id))
           if (claimed.length === 0) return 0
           const entry = contentFor(broadcast, channelId)
           const outcomes: Array<Outcome> = []
