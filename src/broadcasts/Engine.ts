@@ -3,7 +3,7 @@ import { SqlClient, type Statement } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
-import type { Message } from "../messages/Domain.ts"
+import { type BatchResult, BatchOutbound } from "../messages/BatchOutbound.ts"
 import { Outbound } from "../messages/Outbound.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Jobs } from "../platform/Jobs.ts"
@@ -12,12 +12,25 @@ import { TemplateSending } from "../templates/Sending.ts"
 import { render, trackLinks, withOptOut } from "./Content.ts"
 import type { ChannelContent, SendWindow } from "./Domain.ts"
 import { RunJob } from "./Kinds.ts"
-import { newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
+import { admit, newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
 import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
 
-/** Recipients claimed at once per channel when nothing paces it but the provider ceiling. */
+/** Recipients claimed at once per channel for paced sends (the slots of the next `maxIdleMs`). */
 const batchSize = 64
-/** Sends in flight per channel batch (each in its own conversation lane). */
+/**
+ * Unpaced channels (only the provider ceiling paces them): a batch starts at `firstBatch` recipients
+ * and doubles after two batches in a row took under `batchTargetMs` (it never shrinks: a loaded database slows every
+ * batch, and smaller ones would only add round trips); a channel fast enough for batches of
+ * `parallelFrom` runs `batchesInFlight` at once. A batch is claimed (`sending`) before its provider
+ * calls, so on a slow provider ceiling this keeps what a crash leaves `outcome_unknown` to about a
+ * second of the channel's sends.
+ */
+const firstBatch = 32
+const maxBatch = 500
+const batchTargetMs = 400
+const batchesInFlight = 4
+const parallelFrom = 256
+/** Template sends in flight per channel batch (each through its conversation's lane). */
 const sendConcurrency = 16
 /** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
 const maxIdleMs = 1000
@@ -79,14 +92,10 @@ export class RunEngine extends Context.Service<RunEngine, {
       const events = yield* Events
       const jobs = yield* Jobs
       const outbound = yield* Outbound
+      const batches = yield* BatchOutbound
       const config = yield* AppConfig
       const templates = yield* TemplateSending
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
-
-      const countsOf = Effect.fnUntraced(function*(companyId: CompanyId, broadcastId: number, runId: number) {
-        const rows = yield* repo.counts(companyId, [broadcastId], "run")
-        return rows.find((row) => Number(row.key) === runId) ?? emptyCounts
-      })
 
       const countsPayload = (c: Counts) => ({
         total: c.total,
@@ -150,7 +159,7 @@ export class RunEngine extends Context.Service<RunEngine, {
         const now = yield* nowDate
         const run = yield* repo.findRun(companyId, broadcastId, runId, true)
         if (Option.isNone(run) || run.value.status !== "processing") return
-        const counts = yield* countsOf(companyId, broadcastId, runId)
+        const counts = yield* repo.runCounts(companyId, runId)
         if (counts.pending + counts.sending > 0) return
         const allFailed = counts.total > 0 && counts.failed + counts.skipped === counts.total
         const status = allFailed ? "failed" : "completed"
@@ -166,12 +175,34 @@ export class RunEngine extends Context.Service<RunEngine, {
         yield* events.emit(companyId, "broadcast.run.finished", { broadcast_id: broadcastId, run_id: runId, status, ...countsPayload(counts) })
       }, sql.withTransaction, Effect.orDie)
 
-      const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
-        outcomes.length === 0 ? Effect.void : sql`
-          UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
-            sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
-          FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
-          WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'`.pipe(Effect.asVoid, Effect.orDie)
+      /** The recipients' outcomes as a data-modifying CTE, for the statement that stores their messages. */
+      const outcomeWrites = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
+        outcomes.length === 0 ? undefined : sql`
+          recipient_outcomes AS (
+            UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
+              sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
+            FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
+            WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'
+          )`
+
+      const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) => {
+        const writes = outcomeWrites(companyId, outcomes)
+        return writes === undefined ? Effect.void : sql`WITH ${writes} SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+      }
+
+      /** A recipient's outcome from its batched send: a refusal by the sending rules skips a blocked contact and fails the rest. */
+      const fromBatch = (result: BatchResult, sentAt?: string): Outcome =>
+        result.status === "refused"
+          ? result.reason === "contact_blocked"
+            ? { id: result.key, status: "skipped", error: "contact_blocked", message_id: null }
+            : { id: result.key, status: "failed", error: result.reason, message_id: null }
+          : {
+            id: result.key,
+            status: result.status,
+            error: result.status === "failed" ? "provider_error" : null,
+            message_id: result.messageId,
+            ...(sentAt === undefined ? {} : { sent_at: sentAt })
+          }
 
       const drive = Effect.fn("RunEngine.drive")(function*(companyId: CompanyId, runId: number) {
         const located = yield* sql<{ broadcast_id: number }>`
@@ -208,16 +239,24 @@ export class RunEngine extends Context.Service<RunEngine, {
         const recentHours = rate?.enabled !== false ? rate?.skipContactedWithinHours ?? null : null
         const settings = broadcast.content.settings
         const companyTz = yield* repo.companyTimezone(companyId)
+        // A broadcast whose creator was deleted sends as the system: no sender user (0 to send-template).
+        const senderUserId = broadcast.user_id
         const userId = broadcast.user_id ?? 0
 
         const pacers = new Map<number, PacerState>()
+        const sizes = new Map<number, number>()
+        const fast = new Map<number, number>()
+        const runChannels = (yield* sql<{ channel_id: number }>`
+          SELECT DISTINCT channel_id FROM broadcast_recipients WHERE run_id = ${runId}`.pipe(Effect.orDie)).map((row) => Number(row.channel_id))
         const idleUntil = new Map<number, number>()
+        const actual = new Map<number, Array<number>>()
         const startedAt = yield* Clock.currentTimeMillis
         for (const channelId of broadcast.channel_ids) {
           const recent = yield* sql<{ sent_at: Date }>`
             SELECT sent_at FROM broadcast_recipients
             WHERE broadcast_id = ${broadcastId} AND channel_id = ${channelId} AND sent_at > ${new Date(startedAt - 60_000)}`.pipe(Effect.orDie)
           pacers.set(channelId, newPacer(recent.map((r) => r.sent_at.getTime()), startedAt))
+          actual.set(channelId, recent.map((r) => r.sent_at.getTime()).sort((a, b) => a - b))
         }
 
         const localMinute = (now: Date) =>
@@ -225,15 +264,24 @@ export class RunEngine extends Context.Service<RunEngine, {
         const inWindow = (minute: Statement.Fragment, w: NonNullable<typeof window>) =>
           w.start <= w.end ? sql`(${minute} >= ${w.start} AND ${minute} < ${w.end})` : sql`(${minute} >= ${w.start} OR ${minute} < ${w.end})`
 
+        /**
+         * Per channel, the highest recipient id claimed: claims start after it, because the index entries
+         * of the recipients already claimed stay until vacuum and a claim from the start of the run would
+         * step over all of them (slower with every batch). A claim that finds fewer than it asked for
+         * starts from the beginning next time, which picks up recipients put back to `pending`.
+         */
+        const cursors = new Map<number, number>()
         const claim = (channelId: number, n: number, now: Date) => {
+          const after = cursors.get(channelId) ?? 0
           let eligible = sql`true`
           if (window !== null) {
             const minute = localMinute(now)
             eligible = inWindow(minute, window)
             if (window.smart) {
-              eligible = sql`${eligible} AND ${minute} >= CASE WHEN r.preferred_minute IS NOT NULL AND ${
+              // Compared as minutes since the window opened, so that a window over midnight orders them too.
+              eligible = sql`${eligible} AND (${minute} - ${window.start} + 1440) % 1440 >= (CASE WHEN r.preferred_minute IS NOT NULL AND ${
                 inWindow(sql`r.preferred_minute`, window)
-              } THEN r.preferred_minute ELSE ${window.start} END`
+              } THEN r.preferred_minute ELSE ${window.start} END - ${window.start} + 1440) % 1440`
             }
           }
           const recent = recentHours === null ? sql`false` : sql`EXISTS (
@@ -244,7 +292,7 @@ export class RunEngine extends Context.Service<RunEngine, {
           return sql<Claimed>`
             WITH picked AS (
               SELECT r.id FROM broadcast_recipients r
-              WHERE r.run_id = ${runId} AND r.status = 'pending' AND r.channel_id = ${channelId} AND ${eligible}
+              WHERE r.run_id = ${runId} AND r.status = 'pending' AND r.channel_id = ${channelId} AND r.id > ${after} AND ${eligible}
               ORDER BY r.id LIMIT ${n} FOR UPDATE SKIP LOCKED
             ), cl AS (
               UPDATE broadcast_recipients r SET status = 'sending', attempts = r.attempts + 1, sent_at = ${now}
@@ -274,45 +322,30 @@ export class RunEngine extends Context.Service<RunEngine, {
         const failed = (id: number, error: string): Outcome => ({ id, status: "failed", error, message_id: null })
         const skipped = (id: number, error: string): Outcome => ({ id, status: "skipped", error, message_id: null })
 
-        const sendOne = (recipient: Claimed, text: string | null, entry: ChannelContent): Effect.Effect<Outcome> =>
+        const metadataOf = (recipient: Claimed) => ({ broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id })
+
+        /** A template send, one at a time through send-template (approved templates, their variables). */
+        const sendTemplate = (recipient: Claimed, entry: ChannelContent): Effect.Effect<Outcome> =>
           Effect.gen(function*() {
             const thread = yield* outbound.threadFor(companyId, recipient.channel_id, recipient.contact_account_id)
             if (Option.isNone(thread)) return failed(recipient.id, "no_thread")
-            const metadata = { broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id }
-            let sent: Effect.Effect<Message, { readonly _tag: string; readonly reason?: string; readonly message: string }>
-            if (entry.type === "template") {
-              sent = Effect.gen(function*() {
-                const template = yield* templates.approved(companyId, {
-                  templateId: entry.templateId ?? 0,
-                  channelId: recipient.channel_id,
-                  language: entry.language ?? undefined
-                })
-                const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
-                for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
-                return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata })
+            const sent = Effect.gen(function*() {
+              const template = yield* templates.approved(companyId, {
+                templateId: entry.templateId ?? 0,
+                channelId: recipient.channel_id,
+                language: entry.language ?? undefined
               })
-            } else {
-              sent = outbound.deliver({
-                thread: thread.value,
-                endpoint: "send",
-                companyId,
-                userId,
-                messageType: "text",
-                text,
-                attachments: [],
-                quotedMessageId: null,
-                quotedExternalMessageId: null,
-                metadata,
-                idempotency: null
-              })
-            }
+              const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
+              for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
+              return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata: metadataOf(recipient) })
+            })
             return yield* sent.pipe(
               Effect.map((message): Outcome =>
                 message.status === "failed"
                   ? { id: recipient.id, status: "failed", error: "provider_error", message_id: message.id }
                   : { id: recipient.id, status: "sent", error: null, message_id: message.id }
               ),
-              Effect.catch((e): Effect.Effect<Outcome> => {
+              Effect.catch((e: { readonly _tag: string; readonly reason?: string; readonly message: string }): Effect.Effect<Outcome> => {
                 if (e._tag === "SendUnavailable") return Effect.succeed({ id: recipient.id, status: "pending", error: null, message_id: null })
                 if (e.reason === "contact_blocked") return Effect.succeed(skipped(recipient.id, "contact_blocked"))
                 return Effect.succeed(failed(recipient.id, e.reason ?? e.message))
@@ -334,6 +367,8 @@ export class RunEngine extends Context.Service<RunEngine, {
          */
         const sendBatch = Effect.fnUntraced(function*(channelId: number, n: number, now: Date, slots: ReadonlyArray<number> | null) {
           const claimed = yield* claim(channelId, n, now)
+          if (claimed.length < n) cursors.delete(channelId)
+          else cursors.set(channelId, Math.max(cursors.get(channelId) ?? 0, claimed[claimed.length - 1].id))
           if (claimed.length === 0) return 0
           const entry = contentFor(broadcast, channelId)
           const outcomes: Array<Outcome> = []
@@ -356,33 +391,69 @@ export class RunEngine extends Context.Service<RunEngine, {
               SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
                 AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
           }
-          const results = slots === null
-            ? yield* Effect.forEach(toSend, ({ recipient, text }) => sendOne(recipient, text, entry!), { concurrency: sendConcurrency })
-            : yield* Effect.forEach(toSend, ({ recipient, text }, j) =>
-              Effect.gen(function*() {
-                const wait = slots[j] - (yield* Clock.currentTimeMillis)
-                if (wait > 0) yield* Effect.sleep(wait)
-                // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
-                const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
-                  SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
-                    (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
-                if (fresh.run_status === "cancelled") return skipped(recipient.id, "cancelled")
-                if (fresh.run_status !== "processing") return { id: recipient.id, status: "pending", error: null, message_id: null } satisfies Outcome
-                if (fresh.opted_out) return skipped(recipient.id, "opted_out")
-                const at = new Date(yield* Clock.currentTimeMillis).toISOString()
-                return { ...(yield* sendOne(recipient, text, entry!)), sent_at: at }
-              }), { concurrency: "unbounded" })
-          yield* writeOutcomes(companyId, [...outcomes, ...results])
+          const texts = toSend.filter((t): t is { recipient: Claimed; text: string } => t.text !== null)
+          const itemOf = ({ recipient, text }: { recipient: Claimed; text: string }) => ({
+            key: recipient.id,
+            contactAccountId: recipient.contact_account_id,
+            text,
+            metadata: metadataOf(recipient)
+          })
+          if (slots === null) {
+            const templated = yield* Effect.forEach(toSend.filter((t) => t.text === null), ({ recipient }) => sendTemplate(recipient, entry!), {
+              concurrency: sendConcurrency
+            })
+            const early = [...outcomes, ...templated]
+            // The batch's messages, events and every claimed recipient's outcome in one statement.
+            if (texts.length > 0) {
+              yield* batches.deliver(companyId, channelId, senderUserId, texts.map(itemOf), (results) => outcomeWrites(companyId, [...early, ...results.map((r) => fromBatch(r))]))
+            } else {
+              yield* writeOutcomes(companyId, early)
+            }
+            return claimed.length
+          }
+          yield* writeOutcomes(companyId, outcomes)
+          yield* Effect.forEach(toSend, (send, j) =>
+            Effect.gen(function*() {
+              const { recipient } = send
+              const wait = slots[j] - (yield* Clock.currentTimeMillis)
+              if (wait > 0) yield* Effect.sleep(wait)
+              // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
+              const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
+                SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
+                  (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
+              if (fresh.run_status === "cancelled") return yield* writeOutcomes(companyId, [skipped(recipient.id, "cancelled")])
+              if (fresh.run_status !== "processing") return yield* writeOutcomes(companyId, [{ id: recipient.id, status: "pending", error: null, message_id: null }])
+              if (fresh.opted_out) return yield* writeOutcomes(companyId, [skipped(recipient.id, "opted_out")])
+              const log = actual.get(channelId) ?? []
+              actual.set(channelId, log)
+              const admitted = admit(log, pace.perMinute, yield* Clock.currentTimeMillis)
+              const late = admitted - (yield* Clock.currentTimeMillis)
+              if (late > 0) yield* Effect.sleep(late)
+              const at = new Date(admitted).toISOString()
+              if (send.text === null) return yield* writeOutcomes(companyId, [{ ...(yield* sendTemplate(recipient, entry!)), sent_at: at }])
+              yield* batches.deliver(companyId, channelId, senderUserId, [itemOf({ recipient, text: send.text })], (results) =>
+                outcomeWrites(companyId, results.map((r) => fromBatch(r, at))))
+            }), { concurrency: "unbounded", discard: true })
           return claimed.length
         })
 
         let lastProgress = 0
+        let progressing = false
+        const emitProgress = Effect.gen(function*() {
+          const counts = yield* repo.runCounts(companyId, runId)
+          yield* events.emit(companyId, "broadcast.run.progress", { broadcast_id: broadcastId, run_id: runId, ...countsPayload(counts) })
+        })
+        /** At most once a second; in the background, so that counting a large run never holds up its sends. */
         const progress = Effect.fnUntraced(function*(force: boolean) {
           const now = yield* Clock.currentTimeMillis
-          if (!force && now - lastProgress < progressEveryMs) return
+          if (force) {
+            lastProgress = now
+            return yield* emitProgress
+          }
+          if (progressing || now - lastProgress < progressEveryMs) return
           lastProgress = now
-          const counts = yield* countsOf(companyId, broadcastId, runId)
-          yield* events.emit(companyId, "broadcast.run.progress", { broadcast_id: broadcastId, run_id: runId, ...countsPayload(counts) })
+          progressing = true
+          yield* Effect.forkChild(emitProgress.pipe(Effect.ensuring(Effect.sync(() => (progressing = false)))))
         })
 
         while (true) {
@@ -390,9 +461,11 @@ export class RunEngine extends Context.Service<RunEngine, {
           if (status[0]?.status !== "processing") return
           const nowMs = yield* Clock.currentTimeMillis
           const now = new Date(nowMs)
+          // One index probe per selected channel, not a scan of the run's open recipients.
           const open = yield* sql<{ channel_id: number }>`
-            SELECT DISTINCT channel_id FROM broadcast_recipients
-            WHERE run_id = ${runId} AND status IN ('pending', 'sending')`.pipe(Effect.orDie)
+            SELECT ch AS channel_id FROM unnest(${`{${runChannels.join(",")}}`}::bigint[]) ch
+            WHERE EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'pending' AND channel_id = ch)
+              OR EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'sending' AND channel_id = ch)`.pipe(Effect.orDie)
           if (open.length === 0) {
             yield* progress(true)
             return yield* finish(companyId, broadcastId, runId)
@@ -419,18 +492,37 @@ export class RunEngine extends Context.Service<RunEngine, {
               wakeAt = Math.min(wakeAt, dailyWait)
               continue
             }
+            if (unpaced(pace)) {
+              const size = sizes.get(channelId) ?? firstBatch
+              for (let k = 0; k < (size >= parallelFrom ? batchesInFlight : 1) && budget > 0; k++) {
+                const n = Math.min(size, budget)
+                budget -= n
+                due.push({ channelId, n, slots: null })
+              }
+              continue
+            }
             const max = Math.min(batchSize, budget)
             const draws = pace.jitterMaxMs > 0 ? yield* Effect.replicateEffect(Random.next, max) : []
-            const slots = unpaced(pace) ? null : planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
-            const n = slots === null ? Math.min(batchSize, budget) : slots.length
-            budget -= n
-            due.push({ channelId, n, slots })
+            const slots = planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
+            budget -= slots.length
+            due.push({ channelId, n: slots.length, slots })
           }
           const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) =>
             Effect.gen(function*() {
-              const count = yield* sendBatch(channelId, n, now, slots)
+              const began = yield* Clock.currentTimeMillis
+              // A batch runs to its outcomes: a driver interrupted (its entity moving to another runner)
+              // finishes the sends it claimed instead of leaving them `outcome_unknown`.
+              const count = yield* Effect.uninterruptible(sendBatch(channelId, n, now, slots))
               if (count === 0) idleUntil.set(channelId, nowMs + maxIdleMs)
               else idleUntil.delete(channelId)
+              if (slots === null && count === n) {
+                const took = (yield* Clock.currentTimeMillis) - began
+                const size = sizes.get(channelId) ?? firstBatch
+                // Two fast batches in a row: a provider ceiling lets its first second's worth through at once.
+                const streak = took < batchTargetMs ? (fast.get(channelId) ?? 0) + 1 : 0
+                fast.set(channelId, streak >= 2 ? 0 : streak)
+                if (streak >= 2) sizes.set(channelId, Math.min(maxBatch, size * 2))
+              }
               return count
             }), { concurrency: "unbounded" })
           yield* progress(false)
@@ -446,7 +538,7 @@ export class RunEngine extends Context.Service<RunEngine, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer]),
+    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer, BatchOutbound.layer]),
     Layer.provide(Media.layer)
   )
 }

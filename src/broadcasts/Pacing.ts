@@ -80,3 +80,17 @@ export const planSlots = (pace: Pace, state: PacerState, now: number, horizonMs:
   }
   return slots
 }
+
+/**
+ * The actual send times of a channel (the last 60 s), as opposed to the planned slots: a send that
+ * started late after its slot and a catch-up after it could otherwise put more than the limit into one
+ * window. `admit` gives a send its time (≥ now, never before an earlier send, and the limit kept in
+ * the window ending there) and records it; the caller waits until then.
+ */
+export const admit = (log: Array<number>, perMinute: number | null, now: number): number => {
+  let at = Math.max(now, log.length > 0 ? log[log.length - 1] : now)
+  while (log.length > 0 && log[0] <= at - windowMs) log.shift()
+  if (perMinute !== null && log.length >= perMinute) at = Math.max(at, log[log.length - perMinute] + windowMs)
+  log.push(at)
+  return at
+}

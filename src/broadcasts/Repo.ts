@@ -155,6 +155,8 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
   setRunTotal(companyId: CompanyId, runId: number): Effect.Effect<number>
   /** Counts per run (`runId` keyed) or per variant (`variant` keyed), over a broadcast. */
   counts(companyId: CompanyId, broadcastIds: ReadonlyArray<number>, by: "run" | "variant" | "broadcast"): Effect.Effect<ReadonlyArray<Counts & { readonly key: string }>>
+  /** One run's counts by status (delivered and read from its messages), without clicks and replies: what the engine reports as it goes. */
+  runCounts(companyId: CompanyId, runId: number): Effect.Effect<Counts>
   recipients(companyId: CompanyId, broadcastId: number, status: string | null, limit: number, offset: number): Effect.Effect<{ readonly rows: ReadonlyArray<Recipient>; readonly total: number }>
   /** Pending recipients of a run become skipped (cancel). */
   skipPending(companyId: CompanyId, runId: number, reason: string): Effect.Effect<number>
@@ -280,6 +282,21 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
           return rows
         }).pipe(Effect.orDie)
 
+      const runCounts = (companyId: CompanyId, runId: number) =>
+        sql<Counts>`
+          SELECT count(*)::int AS total,
+            count(*) FILTER (WHERE r.status = 'pending')::int AS pending,
+            count(*) FILTER (WHERE r.status = 'sending')::int AS sending,
+            count(*) FILTER (WHERE r.status = 'sent')::int AS sent,
+            count(*) FILTER (WHERE r.status = 'sent' AND m.status IN ('delivered', 'read'))::int AS delivered,
+            count(*) FILTER (WHERE r.status = 'sent' AND m.status = 'read')::int AS read,
+            count(*) FILTER (WHERE r.status = 'failed')::int AS failed,
+            count(*) FILTER (WHERE r.status = 'skipped')::int AS skipped,
+            0 AS clicked, 0 AS replied
+          FROM broadcast_recipients r
+          LEFT JOIN messages m ON m.id = r.message_id AND m.company_id = r.company_id AND r.status = 'sent'
+          WHERE r.company_id = ${companyId} AND r.run_id = ${runId}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+
       const recipients = (companyId: CompanyId, broadcastId: number, status: string | null, limit: number, offset: number) =>
         Effect.gen(function*() {
           const filter = status === null ? sql`` : sql`AND ${shownStatus(sql)} = ${status}`
@@ -379,6 +396,7 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
         insert,
         update,
         find,
+        runCounts,
         page,
         softDelete,
         setStatus,

@@ -34,6 +34,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * writes (`along`, data-modifying CTEs such as `done AS (UPDATE …)`). Nothing is locked.
    */
   insert(companyId: CompanyId, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
+  /** `insert` for many events in one statement, in the given order. */
+  insertMany(companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment): Effect.Effect<void>
   /**
    * Numbers the company's committed, unnumbered events (in append order) after its last number,
    * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
@@ -56,6 +58,16 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
             INSERT INTO events (company_id, key, payload, created_at)
             VALUES (${companyId}, ${key}, ${JSON.stringify(payload)}::jsonb, date_trunc('milliseconds', now()))
+          )
+          SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+
+      const insertMany = (companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment) =>
+        sql`
+          WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
+            INSERT INTO events (company_id, key, payload, created_at)
+            SELECT ${companyId}, v.key, v.payload, date_trunc('milliseconds', now())
+            FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (key text, payload jsonb)) WITH ORDINALITY AS v(key, payload, n)
+            ORDER BY v.n
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
@@ -88,7 +100,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         sql<EventRow>`
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq = ${seq}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      return EventsRepo.of({ insert, sequence, unsequenced, heads, after, bySeq })
+      return EventsRepo.of({ insert, insertMany, sequence, unsequenced, heads, after, bySeq })
     })
   )
 }

@@ -138,7 +138,8 @@ export class Sender extends Context.Service<Sender, {
           externalMessageId: null,
           externalThreadId: req.externalThreadId,
           status: "pending",
-          senderUserId: req.userId,
+          // User 0 is the system (a broadcast whose creator was deleted): no sender user.
+          senderUserId: req.userId > 0 ? req.userId : null,
           contactAccountId: req.contactAccountId,
           quotedMessageId: req.quotedMessageId,
           referral: null,

@@ -51,7 +51,7 @@ describe.runIf(process.env.DATABASE_URL)("a broadcast run across a kill -9 of it
     for (const r of recipients) assert.include(["sent", "failed"], r.status, `recipient ${r.id}`)
     const unknown = recipients.filter((r) => r.status === "failed")
     for (const r of unknown) assert.strictEqual(r.error_message, "outcome_unknown")
-    // Only sends whose provider call was in flight at the kill can be unknown (one batch at most).
+    // Only sends claimed for a provider call at the kill can be unknown: at 100/s one batch of at most 64.
     assert.isAtMost(unknown.length, 64)
 
     // The provider got each recipient at most once: one message per recipient, and one per sent recipient.

@@ -77,6 +77,29 @@ describe("the run engine", () => {
     assert.strictEqual((await post(company.token, `/v1/broadcasts/${b.id}/runs/${b.runs[0].id}/resume`)).status, 422)
   })
 
+  it("sends a batch with one message and one message.created event per recipient; a deleted creator's broadcast sends as the system", async () => {
+    const { company, channels: [a], segmentId, contactIds } = await setup(5)
+    const later = new Date(Date.now() + 3_600_000).toISOString()
+    const b = await start(company.token, broadcastBody(segmentId, [a], { schedule: { mode: "later", scheduledAt: later } }))
+    // What deleting the creator does to the row (ON DELETE SET NULL).
+    await db()("UPDATE broadcasts SET user_id = NULL WHERE id = $1", [b.id])
+    const run = await post(company.token, `/v1/broadcasts/${b.id}/run`)
+    assert.strictEqual(run.status, 200, JSON.stringify(run.body))
+    await waitFor(server, company.token, b.id, (x) => x.status === "completed")
+    const recipients = await recipientsOf(db(), b.id)
+    assert.deepStrictEqual(recipients.map((r) => r.status), contactIds.map(() => "sent"))
+    const messages = await db()(
+      "SELECT id, sender_user_id, status, message_content FROM messages WHERE company_id = $1 AND direction = 'outbound' ORDER BY id",
+      [company.id]
+    )
+    assert.deepStrictEqual(messages.map((m) => Number(m.id)).sort(), recipients.map((r) => Number(r.message_id)).sort())
+    for (const m of messages) assert.deepStrictEqual([m.sender_user_id, m.status, m.message_content.startsWith("Hi Ann")], [null, "sent", true])
+    const created = await db()("SELECT (payload->'message'->>'id')::bigint AS id FROM events WHERE company_id = $1 AND key = 'message.created'", [company.id])
+    assert.deepStrictEqual(created.map((e) => Number(e.id)).sort(), messages.map((m) => Number(m.id)).sort())
+    const conversations = await db()("SELECT count(*)::int AS n FROM events WHERE company_id = $1 AND key = 'conversation.created'", [company.id])
+    assert.strictEqual(conversations[0].n, contactIds.length)
+  })
+
   it("skips recipients contacted within skipContactedWithinHours", async () => {
     const { company, channels: [a], segmentId, contactIds } = await setup(3)
     const test = await post(company.token, "/v1/broadcasts/test", { channel_id: a, recipient: `msgr_b-${contactIds[1]}`, content: { type: "text", text: "Earlier" } })

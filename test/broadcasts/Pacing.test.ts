@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { newPacer, nextSlot, paceOf, recordSend, windowMs } from "../../src/broadcasts/Pacing.ts"
+import { admit, newPacer, nextSlot, paceOf, recordSend, windowMs } from "../../src/broadcasts/Pacing.ts"
 
 /** Runs a pacer over `durationMs` of simulated time with a random timer lag per wake-up; returns the send times. */
 const simulate = (perMinute: number, durationMs: number, maxLagMs: number, seed = 7) => {
@@ -58,5 +58,26 @@ describe("Pacing", () => {
       assert.strictEqual(next - now, 2000 + r * 3000)
       now = next
     }
+  })
+
+  it("admits actual sends so that no 60 s window holds more than the limit, however late they start", () => {
+    // Planned every 100 ms (600/min); the first half of each minute starts up to 900 ms late, then catches up.
+    const log: Array<number> = []
+    const times: Array<number> = []
+    for (let i = 0; i < 3_000; i++) {
+      const planned = i * 100
+      const lag = (planned % windowMs) < windowMs / 2 ? 900 - (i % 10) * 90 : 0
+      times.push(admit(log, 600, planned + lag))
+    }
+    let worst = 0
+    let from = 0
+    for (let to = 0; to < times.length; to++) {
+      assert.isTrue(to === 0 || times[to] >= times[to - 1])
+      while (times[to] - times[from] >= windowMs) from++
+      worst = Math.max(worst, to - from + 1)
+    }
+    assert.strictEqual(worst, 600)
+    // Still at the rate: 3,000 sends take about five minutes.
+    assert.isAtMost(times[times.length - 1], 3_000 * 100 + 1_000)
   })
 })
