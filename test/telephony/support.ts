@@ -8,7 +8,7 @@ import { eventually, type Kamailio, registerOverWebSocket, startKamailio } from 
 
 export type Adapter = "in-process" | "kamailio"
 
-const SIP_DOMAIN = "sip.test"
+export const SIP_DOMAIN = "sip.test"
 
 interface Devices {
   readonly kamailio: Kamailio
