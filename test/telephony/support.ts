@@ -47,16 +47,17 @@ export const startTelephony = async (adapter: Adapter, env: Record<string, strin
     }
   }
   Object.assign(process.env, env)
-  let server: RunningServer
+  let server: RunningServer | undefined
   try {
     server = await startServer()
+    const ready = await request(server, "GET", "/ready")
+    assert.deepStrictEqual(ready.body.telephony, { pbx: adapter }, JSON.stringify(ready.body))
   } catch (error) {
+    await server?.close()
     restore()
     await kamailio?.stop()
     throw error
   }
-  const ready = await request(server, "GET", "/ready")
-  assert.deepStrictEqual(ready.body.telephony, { pbx: adapter }, JSON.stringify(ready.body))
   const devices = kamailio && { kamailio, sockets: new Map() }
   if (devices) kamailios.set(server, devices)
   return {
