@@ -2,9 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { query } from "../support/Sql.ts"
-import { request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { Agent, type Account, eventually, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket, startKamailio } from "./sip.ts"
-import { base, enable, person, telephonyCompany } from "./support.ts"
+import { request, type RunningServer } from "../support/TestServer.ts"
+import { Agent, type Account, eventually, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket } from "./sip.ts"
+import { base, enable, person, SIP_DOMAIN, startTelephony, telephonyCompany } from "./support.ts"
 
 /**
  * PBX=kamailio end to end: the API writes the accounts, Kamailio (repository cfg) registers real
@@ -13,28 +13,18 @@ import { base, enable, person, telephonyCompany } from "./support.ts"
  * proxy at Kamailio's loopback port, which is what a wildcard DNS record does in production.
  */
 
-const SIP_DOMAIN = "sip.test"
 const TRUNK_NUMBER = "+12025550199"
+let telephony: Awaited<ReturnType<typeof startTelephony>>
 let server: RunningServer
 let kamailio: Kamailio
 let trunk: Agent
 const agents: Array<Agent> = []
 
 beforeAll(async () => {
-  const databaseUrl = process.env.DATABASE_URL
-  if (databaseUrl === undefined) throw new Error("The Kamailio tests need PostgreSQL (DATABASE_URL): Kamailio reads the accounts there.")
   const trunkPort = await freePortPair()
-  kamailio = await startKamailio({ databaseUrl, sipDomain: SIP_DOMAIN, trunkUri: `sip:127.0.0.1:${trunkPort};transport=tcp` })
-  Object.assign(process.env, {
-    PBX: "kamailio",
-    SIP_DOMAIN,
-    SIP_PUBLIC_HOST: "127.0.0.1",
-    SIP_TCP_PORT: String(kamailio.sipPort),
-    SIP_WSS_URL: `ws://127.0.0.1:${kamailio.wsPort}/ws`,
-    KAMAILIO_RPC_URL: kamailio.rpcUrl,
-    KAMAILIO_SELF_URI: `sip:127.0.0.1:${kamailio.sipPort}`
-  })
-  server = await startServer()
+  telephony = await startTelephony("kamailio", {}, { trunkUri: `sip:127.0.0.1:${trunkPort};transport=tcp` })
+  server = telephony.server
+  kamailio = telephony.kamailio!
   // baresip answers only at its own user: the trunk is the one number the tests dial out to.
   trunk = await Agent.start({ username: TRUNK_NUMBER, password: "", domain: "127.0.0.1", proxyPort: trunkPort, listenPort: trunkPort, transport: "tcp", trunk: true })
   agents.push(trunk)
@@ -42,8 +32,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(agents.map((agent) => agent.stop()))
-  await server?.close()
-  await kamailio?.stop()
+  await telephony?.close()
 })
 
 const phone = async (account: Omit<Account, "proxyPort" | "transport">) => {

@@ -36,6 +36,9 @@ export interface Kamailio {
   readonly wsPort: number
   readonly rpcUrl: string
   readonly log: () => string
+  /** An outage: the whole process group stops answering (RPC included) until `resume`. */
+  readonly pause: () => void
+  readonly resume: () => void
   readonly stop: () => Promise<void>
 }
 
@@ -61,6 +64,8 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
   const child = killOnExit(spawn("kamailio", args, {
     // As in deploy/kamailio's image: location.expires is written in local time, read as UTC.
     env: { ...process.env, PGOPTIONS: "-c search_path=kamailio,public", TZ: "UTC" },
+    // Its own process group: `pause` stops the workers (which answer the RPC) with the main process.
+    detached: true,
     stdio: ["ignore", "pipe", "pipe"]
   }))
   let output = ""
@@ -83,7 +88,10 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
     wsPort,
     rpcUrl,
     log: () => output,
+    pause: () => process.kill(-child.pid!, "SIGSTOP"),
+    resume: () => process.kill(-child.pid!, "SIGCONT"),
     stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, "SIGCONT")
       await stopChild(child, 3000)
       rmSync(dir, { recursive: true, force: true })
     }
@@ -248,13 +256,39 @@ const md5 = (value: string) => createHash("md5").update(value).digest("hex")
  */
 export const registerOverWebSocket = async (url: string, account: { readonly username: string; readonly password: string; readonly domain: string }) => {
   const socket = new WebSocket(url, "sip")
+  const host = `${randomUUID().slice(0, 8)}.invalid`
   const replies: Array<string> = []
-  socket.addEventListener("message", (event) => replies.push(String(event.data)))
+  /** Calls this device was rung with and answered: the To it was rung as, and the REFER's target. */
+  const calls: Array<{ readonly rungAs: string; readonly referTo: string }> = []
+  const rungAs = new Map<string, string>()
+  socket.addEventListener("message", (event) => {
+    const message = String(event.data)
+    if (message.startsWith("SIP/2.0 ")) return void replies.push(message)
+    const method = message.slice(0, message.indexOf(" "))
+    const header = (name: string) => new RegExp(`^${name}: *(.*)$`, "im").exec(message)?.[1]?.trim() ?? ""
+    // The controller's BYE stays unanswered: with Kamailio 5.6 a reply to it over the WebSocket
+    // dropped the connection (and with it the registration's route for the next call).
+    if (method === "ACK" || method === "BYE") return
+    const copied = message.split("\r\n").filter((line) => /^(Via|From|Call-ID|CSeq|Record-Route):/i.test(line))
+    const to = header("To")
+    const toTagged = /;tag=/.test(to) ? to : `${to};tag=${randomUUID().slice(0, 8)}`
+    const reply = (status: string, extra: Array<string> = [], body = "") =>
+      socket.send([`SIP/2.0 ${status}`, ...copied, `To: ${toTagged}`, ...extra, `Content-Length: ${Buffer.byteLength(body)}`, "", body].join("\r\n"))
+    if (method === "INVITE") {
+      rungAs.set(header("Call-ID"), to)
+      const sdp = ["v=0", "o=- 1 1 IN IP4 127.0.0.1", "s=-", "c=IN IP4 127.0.0.1", "t=0 0", "m=audio 9 RTP/AVP 0", "a=sendrecv", ""].join("\r\n")
+      reply("200 OK", [`Contact: <sip:${account.username}@${host};transport=ws>`, "Content-Type: application/sdp"], sdp)
+    } else if (method === "REFER") {
+      calls.push({ rungAs: rungAs.get(header("Call-ID")) ?? "", referTo: header("Refer-To") })
+      reply("202 Accepted", [`Contact: <sip:${account.username}@${host};transport=ws>`])
+    } else {
+      reply("200 OK")
+    }
+  })
   await new Promise((resolve, reject) => {
     socket.addEventListener("open", resolve)
     socket.addEventListener("error", () => reject(new Error(`WebSocket ${url} failed`)))
   })
-  const host = `${randomUUID().slice(0, 8)}.invalid`
   const callId = randomUUID()
   const tag = randomUUID().slice(0, 8)
   const uri = `sip:${account.domain}`
@@ -286,5 +320,5 @@ export const registerOverWebSocket = async (url: string, account: { readonly use
     const response = md5(`${md5(`${account.username}:${realm}:${account.password}`)}:${nonce}:${md5(`REGISTER:${uri}`)}`)
     status = (await send(2, `Digest username="${account.username}", realm="${realm}", nonce="${nonce}", uri="${uri}", response="${response}", algorithm=MD5`)).status
   }
-  return { status, close: () => socket.close() }
+  return { status, calls, close: () => socket.close() }
 }

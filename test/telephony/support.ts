@@ -1,8 +1,85 @@
 import { assert } from "@effect/vitest"
+import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { PbxSandbox } from "../../src/telephony/Pbx.ts"
 import { addUser, cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
 import { query } from "../support/Sql.ts"
-import { createCompany, type Json, request, type RunningServer } from "../support/TestServer.ts"
+import { createCompany, type Json, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { eventually, type Kamailio, registerOverWebSocket, startKamailio } from "./sip.ts"
+
+export type Adapter = "in-process" | "kamailio"
+
+export const SIP_DOMAIN = "sip.test"
+
+interface Devices {
+  readonly kamailio: Kamailio
+  /** SIP-over-WebSocket registrations the test made, per company: closed with the server. */
+  readonly sockets: Map<number, Array<Awaited<ReturnType<typeof registerOverWebSocket>>>>
+}
+const kamailios = new WeakMap<RunningServer, Devices>()
+
+/**
+ * The API on `adapter`: for `kamailio`, a Kamailio of its own (repository cfg, test database) and
+ * PBX=kamailio; `env` is set until `close`.
+ */
+export const startTelephony = async (adapter: Adapter, env: Record<string, string> = {}, options: { readonly trunkUri?: string } = {}) => {
+  let kamailio: Kamailio | undefined
+  if (adapter === "kamailio") {
+    const databaseUrl = process.env.DATABASE_URL
+    if (databaseUrl === undefined) throw new Error("The Kamailio tests need PostgreSQL (DATABASE_URL): Kamailio reads the accounts there.")
+    kamailio = await startKamailio({ databaseUrl, sipDomain: SIP_DOMAIN, trunkUri: options.trunkUri ?? "sip:127.0.0.1:9;transport=tcp" })
+    env = {
+      ...env,
+      PBX: "kamailio",
+      SIP_DOMAIN,
+      SIP_PUBLIC_HOST: "127.0.0.1",
+      SIP_TCP_PORT: String(kamailio.sipPort),
+      SIP_WSS_URL: `ws://127.0.0.1:${kamailio.wsPort}/ws`,
+      KAMAILIO_RPC_URL: kamailio.rpcUrl,
+      KAMAILIO_SELF_URI: `sip:127.0.0.1:${kamailio.sipPort}`
+    }
+  }
+  // The app reads parts of its configuration on first use: the variables stay until `close`.
+  const saved = Object.fromEntries(Object.keys(env).map((key) => [key, process.env[key]]))
+  const restore = () => {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key]
+      else process.env[key] = value
+    }
+  }
+  Object.assign(process.env, env)
+  let server: RunningServer | undefined
+  try {
+    server = await startServer()
+    const ready = await request(server, "GET", "/ready")
+    assert.deepStrictEqual(ready.body.telephony, { pbx: adapter }, JSON.stringify(ready.body))
+  } catch (error) {
+    await server?.close()
+    restore()
+    await kamailio?.stop()
+    throw error
+  }
+  const devices = kamailio && { kamailio, sockets: new Map() }
+  if (devices) kamailios.set(server, devices)
+  return {
+    server,
+    adapter,
+    kamailio,
+    /** The SIP host a company's credentials name, its TCP port and the browsers' WebSocket URL. */
+    sip: (companyId: number, defaults: { readonly host: string; readonly tcpPort: number; readonly wssUrl: string }) =>
+      kamailio === undefined
+        ? defaults
+        : { host: `c${companyId}.${SIP_DOMAIN}`, tcpPort: kamailio.sipPort, wssUrl: `ws://127.0.0.1:${kamailio.wsPort}/ws` },
+    close: async () => {
+      for (const list of devices?.sockets.values() ?? []) for (const socket of list) socket.close()
+      await server.close()
+      await kamailio?.stop()
+      restore()
+    }
+  }
+}
+
+const kamailioOf = (server: RunningServer) => kamailios.get(server)
+const domainOf = (companyId: number) => `c${companyId}.${SIP_DOMAIN}`
 
 export const base = "/v1/companies/current/members"
 
@@ -38,19 +115,106 @@ export const enable = async (server: RunningServer, token: string, userId: numbe
   return res.body.data
 }
 
-export const profiles = (server: RunningServer, companyId: number) =>
-  server.runInApp(PbxSandbox.use((pbx) => pbx.profiles(companyId)))
+/**
+ * An account as the PBX holds it. `secret` is what it checks a password against: the password
+ * itself in the in-process PBX, the ha1 digest in Kamailio (which never sees the password).
+ */
+export interface PbxAccount {
+  readonly username: string
+  readonly kind: "web" | "native"
+  readonly userId: number
+  readonly secret: string
+}
 
-export const profile = (server: RunningServer, companyId: number, username: string) =>
-  server.runInApp(PbxSandbox.use((pbx) => pbx.profile(companyId, username)))
+/** What the PBX of `server` stores for `password` (compare with `PbxAccount.secret`). */
+export const secretOf = (server: RunningServer, companyId: number, username: string, password: string) =>
+  kamailioOf(server) === undefined ? password : sipDigests(username, domainOf(companyId), password).ha1
 
-export const register = (server: RunningServer, companyId: number, username: string, password: string) =>
-  server.runInApp(PbxSandbox.use((pbx) => pbx.register(companyId, username, password)))
+export const profiles = async (server: RunningServer, companyId: number): Promise<ReadonlyArray<PbxAccount>> => {
+  if (kamailioOf(server) === undefined) {
+    const list = await server.runInApp(PbxSandbox.use((pbx) => pbx.profiles(companyId)))
+    return list.map((p) => ({ username: p.username, kind: p.kind, userId: p.userId, secret: p.password }))
+  }
+  const rows = await query<{ username: string; user_id: number; ha1: string; domain: string }>(
+    server,
+    "SELECT username, user_id, ha1, domain FROM kamailio.subscriber WHERE company_id = $1 ORDER BY user_id, username",
+    [companyId]
+  )
+  for (const row of rows) assert.strictEqual(row.domain, domainOf(companyId))
+  return rows.map((r) => ({ username: r.username, kind: r.username.endsWith("-web") ? "web" : "native", userId: r.user_id, secret: r.ha1 }))
+}
 
-export const outage = (server: RunningServer, companyId: number, down: boolean) =>
-  server.runInApp(PbxSandbox.use((pbx) => pbx.setOutage(companyId, down)))
+export const profile = async (server: RunningServer, companyId: number, username: string) =>
+  (await profiles(server, companyId)).find((p) => p.username === username)
 
-export const pbxCalls = (server: RunningServer, companyId: number) =>
+/** A SIP REGISTER with `password`; on Kamailio a real one (SIP over WebSocket, digest auth). Whether it got 200. */
+export const register = async (server: RunningServer, companyId: number, username: string, password: string) => {
+  const devices = kamailioOf(server)
+  if (devices === undefined) return server.runInApp(PbxSandbox.use((pbx) => pbx.register(companyId, username, password)))
+  const socket = await registerOverWebSocket(`ws://127.0.0.1:${devices.kamailio.wsPort}/ws`, { username, password, domain: domainOf(companyId) })
+  if (socket.status !== 200) {
+    socket.close()
+    return false
+  }
+  devices.sockets.set(companyId, [...(devices.sockets.get(companyId) ?? []), socket])
+  return true
+}
+
+/** The PBX unreachable (on Kamailio: its processes stopped, so the RPC times out) or back. */
+export const outage = async (server: RunningServer, companyId: number, down: boolean) => {
+  const devices = kamailioOf(server)
+  if (devices === undefined) return server.runInApp(PbxSandbox.use((pbx) => pbx.setOutage(companyId, down)))
+  if (down) devices.kamailio.pause()
+  else devices.kamailio.resume()
+}
+
+/**
+ * A device of `userId`'s that answers calls, so the calls the API originates can be seen from the
+ * PBX's side (Kamailio rings the caller and REFERs the answering device to the target). A no-op
+ * in-process, where the sandbox records the calls.
+ */
+export const answeringDevice = async (server: RunningServer, companyId: number, token: string) => {
+  if (kamailioOf(server) === undefined) return
+  const res = await request(server, "GET", "/v1/softphone/credentials", { token })
+  assert.strictEqual(res.status, 200)
+  assert.isTrue(await register(server, companyId, res.body.data.sip_username, res.body.data.sip_password))
+}
+
+/** A call as the PBX placed it: whose phone it rang first, and where it then sent them (`agent-<id>` or the number). */
+export interface PlacedCall {
+  readonly callerUserId: number
+  readonly target: string
+}
+
+/**
+ * The calls the PBX placed for the company. On Kamailio: the caller's answering device saw the
+ * ring and the REFER; waits until it saw one per call the API recorded as initiated.
+ */
+export const pbxCalls = async (server: RunningServer, companyId: number): Promise<ReadonlyArray<PlacedCall>> => {
+  const devices = kamailioOf(server)
+  if (devices === undefined) {
+    const calls = await server.runInApp(PbxSandbox.use((pbx) => pbx.calls(companyId)))
+    return calls.map((c) => ({ callerUserId: c.callerUserId, target: c.to.kind === "internal" ? `agent-${c.to.calleeUserId}` : c.to.number }))
+  }
+  const seen = () =>
+    (devices.sockets.get(companyId) ?? []).flatMap((socket) =>
+      socket.calls.map((c) => {
+        const caller = new RegExp(`^<?sip:agent-(\\d+)@${domainOf(companyId).replace(/\./g, "\\.")}>?`).exec(c.rungAs)
+        const target = new RegExp(`^<?sip:([^@]+)@${domainOf(companyId).replace(/\./g, "\\.")}[;>]?`).exec(c.referTo)
+        return { callerUserId: caller === null ? -1 : Number(caller[1]), target: target === null ? c.referTo : target[1] }
+      })
+    )
+  const [{ count }] = await query<{ count: number }>(
+    server,
+    "SELECT count(*)::int AS count FROM call_attempts WHERE company_id = $1 AND status = 'initiated'",
+    [companyId]
+  )
+  await eventually("the PBX to place every initiated call", () => seen().length >= count || undefined).catch(() => undefined)
+  return seen()
+}
+
+/** The in-process sandbox's own record of the calls (what it was asked to ring), for assertions only it can answer. */
+export const sandboxCalls = (server: RunningServer, companyId: number) =>
   server.runInApp(PbxSandbox.use((pbx) => pbx.calls(companyId)))
 
 /** The user behind a service-account bearer value `<token id>|<secret>`. */
