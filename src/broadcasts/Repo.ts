@@ -260,19 +260,22 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
           UPDATE broadcast_runs SET total = (SELECT count(*) FROM broadcast_recipients WHERE run_id = ${runId})
           WHERE company_id = ${companyId} AND id = ${runId} RETURNING total`.pipe(Effect.map((rows) => rows[0]?.total ?? 0), Effect.orDie)
 
+
+      /** The recipients' counts by status (over `broadcast_recipients r` joined to its `messages m`). */
+      const statusCounts = sql`count(*)::int AS total,
+        count(*) FILTER (WHERE r.status = 'pending')::int AS pending,
+        count(*) FILTER (WHERE r.status = 'sending')::int AS sending,
+        count(*) FILTER (WHERE r.status = 'sent')::int AS sent,
+        count(*) FILTER (WHERE r.status = 'sent' AND m.status IN ('delivered', 'read'))::int AS delivered,
+        count(*) FILTER (WHERE r.status = 'sent' AND m.status = 'read')::int AS read,
+        count(*) FILTER (WHERE r.status = 'failed')::int AS failed,
+        count(*) FILTER (WHERE r.status = 'skipped')::int AS skipped`
       const counts = (companyId: CompanyId, ids: ReadonlyArray<number>, by: "run" | "variant" | "broadcast") =>
         ids.length === 0 ? Effect.succeed([]) : Effect.gen(function*() {
           const key = by === "run" ? sql`r.run_id::text` : by === "variant" ? sql`coalesce(r.variant_key, '')` : sql`r.broadcast_id::text`
           const rows = yield* sql<Counts & { key: string }>`
             SELECT ${key} AS key,
-              count(*)::int AS total,
-              count(*) FILTER (WHERE r.status = 'pending')::int AS pending,
-              count(*) FILTER (WHERE r.status = 'sending')::int AS sending,
-              count(*) FILTER (WHERE r.status = 'sent')::int AS sent,
-              count(*) FILTER (WHERE r.status = 'sent' AND m.status IN ('delivered', 'read'))::int AS delivered,
-              count(*) FILTER (WHERE r.status = 'sent' AND m.status = 'read')::int AS read,
-              count(*) FILTER (WHERE r.status = 'failed')::int AS failed,
-              count(*) FILTER (WHERE r.status = 'skipped')::int AS skipped,
+              ${statusCounts},
               count(*) FILTER (WHERE EXISTS (SELECT 1 FROM broadcast_links l WHERE l.recipient_id = r.id AND l.clicked_at IS NOT NULL))::int AS clicked,
               count(*) FILTER (WHERE r.status = 'sent' AND ${repliedAt(sql)} IS NOT NULL)::int AS replied
             FROM broadcast_recipients r
@@ -284,14 +287,7 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
 
       const runCounts = (companyId: CompanyId, runId: number) =>
         sql<Counts>`
-          SELECT count(*)::int AS total,
-            count(*) FILTER (WHERE r.status = 'pending')::int AS pending,
-            count(*) FILTER (WHERE r.status = 'sending')::int AS sending,
-            count(*) FILTER (WHERE r.status = 'sent')::int AS sent,
-            count(*) FILTER (WHERE r.status = 'sent' AND m.status IN ('delivered', 'read'))::int AS delivered,
-            count(*) FILTER (WHERE r.status = 'sent' AND m.status = 'read')::int AS read,
-            count(*) FILTER (WHERE r.status = 'failed')::int AS failed,
-            count(*) FILTER (WHERE r.status = 'skipped')::int AS skipped,
+          SELECT ${statusCounts},
             0 AS clicked, 0 AS replied
           FROM broadcast_recipients r
           LEFT JOIN messages m ON m.id = r.message_id AND m.company_id = r.company_id AND r.status = 'sent'

@@ -3,13 +3,12 @@ import { afterAll, beforeAll } from "vitest"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { telegramChannel } from "../stickers/telegram.ts"
 import { freshDatabase } from "../support/Databases.ts"
-import { type ServerProcess, spawnServer } from "../support/Processes.ts"
+import { type ServerProcess, shardsSettled, spawnServer } from "../support/Processes.ts"
 import { createCompany, request, type RunningServer } from "../support/TestServer.ts"
 import { audience, broadcastBody, pgQuery, type Query, recipientsOf, sleep, waitFor } from "./support.ts"
 
 const baseUrl = process.env.DATABASE_URL
 const platformKey = `broadcast-failover-key-${Math.random().toString(36).slice(2)}`
-const shardsPerGroup = 300
 const size = 300
 
 const asServer = (p: ServerProcess): RunningServer => ({
@@ -49,18 +48,7 @@ describe.runIf(baseUrl)("a broadcast run across a kill -9 of the runner driving 
     // One after the other: the first runs the migrations on the empty database.
     processes.a = await spawnServer("broadcast-runner-a", env(fakes.a))
     processes.b = await spawnServer("broadcast-runner-b", env(fakes.b))
-    const deadline = Date.now() + 60_000
-    while (true) {
-      const holders = await db(
-        `SELECT pid, count(*)::int AS shards FROM pg_locks
-         WHERE locktype = 'advisory' AND granted AND objsubid = 2
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-         GROUP BY pid`
-      )
-      if (holders.length === 2 && holders.reduce((sum, h) => sum + h.shards, 0) === shardsPerGroup) break
-      if (Date.now() > deadline) throw new Error(`shards never settled: ${JSON.stringify(holders)}`)
-      await sleep(250)
-    }
+    await shardsSettled((text) => db(text))
   }, 180_000)
 
   afterAll(async () => {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll } from "vitest"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { telegramChannel } from "../stickers/telegram.ts"
 import { freshDatabase } from "../support/Databases.ts"
-import { type ServerProcess, sleep, spawnServer } from "../support/Processes.ts"
+import { type ServerProcess, shardsSettled, sleep, spawnServer } from "../support/Processes.ts"
 import { connectPusher, subscribe } from "../support/PusherClient.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer } from "../support/TestServer.ts"
@@ -15,7 +15,6 @@ const baseUrl = process.env.DATABASE_URL
 const platformKey = `failover-platform-key-${Math.random().toString(36).slice(2)}`
 const sends = 500
 const chats = 24
-const shardsPerGroup = 300
 
 type Db = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
 
@@ -69,19 +68,7 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
     processes.push(await spawnServer("runner-a", env()))
     processes.push(await spawnServer("runner-b", env()))
     // Wait until each runner holds its share, so that the conversations' entities live on both.
-    const deadline = Date.now() + 60_000
-    while (true) {
-      const holders = await query<{ pid: number; shards: number }>(
-        asServer(processes[0], db),
-        `SELECT pid, count(*)::int AS shards FROM pg_locks
-         WHERE locktype = 'advisory' AND granted AND objsubid = 2
-           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-         GROUP BY pid`
-      )
-      if (holders.length === 2 && holders.reduce((sum, h) => sum + h.shards, 0) === shardsPerGroup) break
-      if (Date.now() > deadline) throw new Error(`shards never settled: ${JSON.stringify(holders)}`)
-      await sleep(250)
-    }
+    await shardsSettled((text) => query<{ pid: number; shards: number }>(asServer(processes[0], db), text))
   }, 180_000)
 
   afterAll(async () => {

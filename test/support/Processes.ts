@@ -128,3 +128,28 @@ export const spawnServer = async (
   }
   return { name, url, port, realtimePort, runnerPort, pid: child.pid, output: () => output, stop }
 }
+
+/** The shards of one group (`objsubid` 2 of the runners' advisory locks), each held by some runner. */
+export const SHARDS_PER_GROUP = 300
+
+/**
+ * Waits until `runners` processes hold every shard between them, so that entities live on each of them
+ * (two-runner failover tests). `rows` runs SQL on the test database.
+ */
+export const shardsSettled = async (
+  rows: (sql: string) => Promise<ReadonlyArray<{ readonly pid: number; readonly shards: number }>>,
+  runners = 2
+) => {
+  const deadline = Date.now() + 60_000
+  while (true) {
+    const holders = await rows(
+      `SELECT pid, count(*)::int AS shards FROM pg_locks
+       WHERE locktype = 'advisory' AND granted AND objsubid = 2
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+       GROUP BY pid`
+    )
+    if (holders.length === runners && holders.reduce((sum, h) => sum + h.shards, 0) === SHARDS_PER_GROUP) return
+    if (Date.now() > deadline) throw new Error(`shards never settled: ${JSON.stringify(holders)}`)
+    await sleep(250)
+  }
+}
