@@ -56,7 +56,17 @@ interface Runner {
 }
 
 // Processes.ts keeps only the tail of the output; this test needs the byte count of all of it.
-const startRunner = async (env: Record<string, string>): Promise<Runner> => {
+// A free port can be taken by a parallel test file before the runner binds it: then start again on new ports.
+const startRunner = async (env: Record<string, string>, attempts = 3): Promise<Runner> => {
+  try {
+    return await startRunnerOnce(env)
+  } catch (error) {
+    if (attempts > 1 && String(error).includes("EADDRINUSE")) return startRunner(env, attempts - 1)
+    throw error
+  }
+}
+
+const startRunnerOnce = async (env: Record<string, string>): Promise<Runner> => {
   const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: root,
