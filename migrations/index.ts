@@ -32,6 +32,8 @@ import _0120_webhook_cursors from "./0120_webhook_cursors.ts"
 import _0130_kamailio from "./0130_kamailio.ts"
 import _0135_idempotency_settle from "./0135_idempotency_settle.ts"
 import _0140_event_numbering from "./0140_event_numbering.ts"
+import _0150_hot_parent_keys from "./0150_hot_parent_keys.ts"
+import _0151_event_notices from "./0151_event_notices.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -68,5 +70,7 @@ export const migrations = {
   "0120_webhook_cursors": _0120_webhook_cursors,
   "0130_kamailio": _0130_kamailio,
   "0135_idempotency_settle": _0135_idempotency_settle,
-  "0140_event_numbering": _0140_event_numbering
+  "0140_event_numbering": _0140_event_numbering,
+  "0150_hot_parent_keys": _0150_hot_parent_keys,
+  "0151_event_notices": _0151_event_notices
 }

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Random } from "effect"
+import { type Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
@@ -18,10 +18,12 @@ import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChanne
 /** Recipients claimed at once per channel for paced sends (the slots of the next `maxIdleMs`). */
 const batchSize = 64
 /**
- * Unpaced channels (only the provider ceiling paces them): a batch starts at `firstBatch` recipients
- * and doubles after two batches in a row took under `batchTargetMs` (it never shrinks: a loaded database slows every
+ * Unpaced channels (only the provider ceiling paces them) run in lanes: a lane claims and sends
+ * batch after batch until its channel has nothing claimable, so the database is never idle waiting
+ * for the slowest batch of a round. A batch starts at `firstBatch` recipients and doubles after two
+ * batches in a row took under `batchTargetMs` (it never shrinks: a loaded database slows every
  * batch, and smaller ones would only add round trips); a channel fast enough for batches of
- * `parallelFrom` runs `batchesInFlight` at once. A batch is claimed (`sending`) before its provider
+ * `parallelFrom` runs `batchesInFlight` lanes. A batch is claimed (`sending`) before its provider
  * calls, so on a slow provider ceiling this keeps what a crash leaves `outcome_unknown` to about a
  * second of the channel's sends.
  */
@@ -175,14 +177,17 @@ export class RunEngine extends Context.Service<RunEngine, {
         yield* events.emit(companyId, "broadcast.run.finished", { broadcast_id: broadcastId, run_id: runId, status, ...countsPayload(counts) })
       }, sql.withTransaction, Effect.orDie)
 
-      /** The recipients' outcomes as a data-modifying CTE, for the statement that stores their messages. */
+      /**
+       * The recipients' outcomes as a data-modifying CTE, for the statement that stores their messages.
+       * Keyed by id with the company checked apart, as `BatchOutbound` explains.
+       */
       const outcomeWrites = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
         outcomes.length === 0 ? undefined : sql`
           recipient_outcomes AS (
             UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
               sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
             FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
-            WHERE r.company_id = ${companyId} AND r.id = v.id AND r.status = 'sending'
+            WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'
           )`
 
       const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) => {
@@ -302,7 +307,7 @@ export class RunEngine extends Context.Service<RunEngine, {
             SELECT cl.id, cl.contact_id, cl.channel_id, cl.contact_account_id, cl.variant_key,
               c.first_name, c.last_name, c.display_name, c.company_name,
               (c.opted_out_at IS NOT NULL) AS opted_out, (c.blocked_at IS NOT NULL) AS blocked, ${recent} AS recent
-            FROM cl JOIN contacts c ON c.id = cl.contact_id AND c.company_id = ${companyId}
+            FROM cl JOIN contacts c ON c.id = cl.contact_id AND c.company_id IS NOT DISTINCT FROM ${companyId}::bigint
             ORDER BY cl.id`.pipe(
             Effect.map((rows) => rows.map((row) => ({ ...row, id: Number(row.id), contact_id: Number(row.contact_id), channel_id: Number(row.channel_id), contact_account_id: Number(row.contact_account_id) }))),
             Effect.orDie
@@ -438,27 +443,95 @@ export class RunEngine extends Context.Service<RunEngine, {
         })
 
         let lastProgress = 0
+        let countMs = 0
         let progressing = false
         const emitProgress = Effect.gen(function*() {
+          const began = yield* Clock.currentTimeMillis
           const counts = yield* repo.runCounts(companyId, runId)
+          countMs = (yield* Clock.currentTimeMillis) - began
           yield* events.emit(companyId, "broadcast.run.progress", { broadcast_id: broadcastId, run_id: runId, ...countsPayload(counts) })
         })
-        /** At most once a second; in the background, so that counting a large run never holds up its sends. */
+        /**
+         * At most once a second, and in the background, so that counting never holds up the sends. The
+         * count reads every recipient of the run, so on a large run it is spaced to take at most 1/20
+         * of one connection.
+         */
         const progress = Effect.fnUntraced(function*(force: boolean) {
           const now = yield* Clock.currentTimeMillis
           if (force) {
             lastProgress = now
             return yield* emitProgress
           }
-          if (progressing || now - lastProgress < progressEveryMs) return
+          if (progressing || now - lastProgress < Math.max(progressEveryMs, countMs * 20)) return
           lastProgress = now
           progressing = true
           yield* Effect.forkChild(emitProgress.pipe(Effect.ensuring(Effect.sync(() => (progressing = false)))))
         })
 
+        /** Adapts the channel's batch size to how long a full batch took. */
+        const adapt = (channelId: number, took: number) => {
+          const size = sizes.get(channelId) ?? firstBatch
+          // Two fast batches in a row: a provider ceiling lets its first second's worth through at once.
+          const streak = took < batchTargetMs ? (fast.get(channelId) ?? 0) + 1 : 0
+          fast.set(channelId, streak >= 2 ? 0 : streak)
+          if (streak >= 2) sizes.set(channelId, Math.min(maxBatch, size * 2))
+        }
+        /** A batch runs to its outcomes: a driver interrupted (its entity moving to another runner) finishes the sends it claimed. */
+        const timedBatch = (channelId: number, n: number, now: Date, slots: ReadonlyArray<number> | null) =>
+          Effect.gen(function*() {
+            const began = yield* Clock.currentTimeMillis
+            const count = yield* Effect.uninterruptible(sendBatch(channelId, n, now, slots))
+            if (count === 0) idleUntil.set(channelId, began + maxIdleMs)
+            else idleUntil.delete(channelId)
+            if (slots === null && count === n) adapt(channelId, (yield* Clock.currentTimeMillis) - began)
+            return count
+          })
+
+        // The lanes of unpaced channels. They stop claiming once `stopping` is set, and tell the main
+        // loop when one ends (its channel drained, or it failed), so that a drained run finishes at once.
+        let stopping = false
+        let failure: Cause.Cause<never> | undefined
+        const laneCount = new Map<number, number>()
+        const laneFibers = new Set<Fiber.Fiber<void>>()
+        const laneEnded = yield* Queue.sliding<void>(1)
+        const startLanes = (channelId: number, want: number): Effect.Effect<void> =>
+          Effect.gen(function*() {
+            for (let k = laneCount.get(channelId) ?? 0; k < want; k++) {
+              laneCount.set(channelId, (laneCount.get(channelId) ?? 0) + 1)
+              const fiber: Fiber.Fiber<void> = yield* lane(channelId).pipe(
+                Effect.catchCause((cause) => Effect.sync(() => {
+                  failure ??= cause
+                })),
+                Effect.ensuring(Effect.suspend(() => {
+                  laneCount.set(channelId, (laneCount.get(channelId) ?? 1) - 1)
+                  laneFibers.delete(fiber)
+                  return Queue.offer(laneEnded, undefined)
+                })),
+                Effect.forkChild
+              )
+              laneFibers.add(fiber)
+            }
+          })
+        const lane = (channelId: number): Effect.Effect<void> =>
+          Effect.gen(function*() {
+            while (!stopping) {
+              const size = sizes.get(channelId) ?? firstBatch
+              const count = yield* timedBatch(channelId, size, new Date(yield* Clock.currentTimeMillis), null)
+              if (count < size) return
+              if ((sizes.get(channelId) ?? firstBatch) >= parallelFrom) yield* startLanes(channelId, batchesInFlight)
+              yield* progress(false)
+            }
+          })
+        const stopLanes = Effect.gen(function*() {
+          stopping = true
+          yield* Fiber.awaitAll([...laneFibers])
+          if (failure !== undefined) return yield* Effect.failCause(failure)
+        })
+
         while (true) {
+          if (failure !== undefined) return yield* stopLanes
           const status = yield* sql<{ status: string }>`SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.orDie)
-          if (status[0]?.status !== "processing") return
+          if (status[0]?.status !== "processing") return yield* stopLanes
           const nowMs = yield* Clock.currentTimeMillis
           const now = new Date(nowMs)
           // One index probe per selected channel, not a scan of the run's open recipients.
@@ -467,6 +540,7 @@ export class RunEngine extends Context.Service<RunEngine, {
             WHERE EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'pending' AND channel_id = ch)
               OR EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'sending' AND channel_id = ch)`.pipe(Effect.orDie)
           if (open.length === 0) {
+            yield* stopLanes
             yield* progress(true)
             return yield* finish(companyId, broadcastId, runId)
           }
@@ -492,7 +566,12 @@ export class RunEngine extends Context.Service<RunEngine, {
               wakeAt = Math.min(wakeAt, dailyWait)
               continue
             }
+            if (unpaced(pace) && dailyLimit === null) {
+              if ((laneCount.get(channelId) ?? 0) === 0) yield* startLanes(channelId, 1)
+              continue
+            }
             if (unpaced(pace)) {
+              // A daily limit is counted per round, from the database: its sends go in rounds of batches.
               const size = sizes.get(channelId) ?? firstBatch
               for (let k = 0; k < (size >= parallelFrom ? batchesInFlight : 1) && budget > 0; k++) {
                 const n = Math.min(size, budget)
@@ -507,28 +586,12 @@ export class RunEngine extends Context.Service<RunEngine, {
             budget -= slots.length
             due.push({ channelId, n: slots.length, slots })
           }
-          const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) =>
-            Effect.gen(function*() {
-              const began = yield* Clock.currentTimeMillis
-              // A batch runs to its outcomes: a driver interrupted (its entity moving to another runner)
-              // finishes the sends it claimed instead of leaving them `outcome_unknown`.
-              const count = yield* Effect.uninterruptible(sendBatch(channelId, n, now, slots))
-              if (count === 0) idleUntil.set(channelId, nowMs + maxIdleMs)
-              else idleUntil.delete(channelId)
-              if (slots === null && count === n) {
-                const took = (yield* Clock.currentTimeMillis) - began
-                const size = sizes.get(channelId) ?? firstBatch
-                // Two fast batches in a row: a provider ceiling lets its first second's worth through at once.
-                const streak = took < batchTargetMs ? (fast.get(channelId) ?? 0) + 1 : 0
-                fast.set(channelId, streak >= 2 ? 0 : streak)
-                if (streak >= 2) sizes.set(channelId, Math.min(maxBatch, size * 2))
-              }
-              return count
-            }), { concurrency: "unbounded" })
+          const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) => timedBatch(channelId, n, now, slots), { concurrency: "unbounded" })
           yield* progress(false)
           if (claimed.every((c) => c === 0)) {
             const after = yield* Clock.currentTimeMillis
-            if (wakeAt > after) yield* Effect.sleep(Math.min(wakeAt - after, maxIdleMs))
+            // Lanes run on their own; a lane that ends wakes the loop to see whether the run is done.
+            if (wakeAt > after) yield* Effect.raceFirst(Effect.sleep(Math.min(wakeAt - after, maxIdleMs)), Queue.take(laneEnded))
           }
         }
       })

@@ -98,8 +98,9 @@ export class Events extends Context.Service<Events, {
             }
             const notice = parsed as Notice
             if (notice.n === node) return
-            const events = notice.e !== undefined ? [notice.e] : yield* repo.bySeq(CompanyId.make(notice.c), notice.i)
-            yield* deliver(events)
+            // Without its event, a notice announces a numbering run that ended at `i`: read up to it from the log.
+            if (notice.e !== undefined) yield* deliver([notice.e])
+            else yield* gate.withPermits(1)(readBack(notice.c, notice.i))
           }).pipe(Effect.catchCause((cause) => Effect.logWarning("event notification dropped", cause)))
         // One LISTEN connection's life: a lost connection fails the queue, which ends the session
         // (a dead queue fails every take at once, so it must never be taken from again).

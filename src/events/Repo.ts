@@ -47,7 +47,6 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   /** Each company's last event number (companies with none are left out). */
   heads: Effect.Effect<ReadonlyArray<{ readonly company_id: number; readonly event_seq: number }>>
   after(companyId: CompanyId, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
-  bySeq(companyId: CompanyId, seq: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
 }>()("crm/events/EventsRepo") {
   static readonly layer = Layer.effect(
     EventsRepo,
@@ -96,11 +95,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq > ${after}
           ORDER BY seq LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      const bySeq = (companyId: CompanyId, seq: number) =>
-        sql<EventRow>`
-          SELECT id, company_id, seq, key, payload, created_at FROM events
-          WHERE company_id = ${companyId} AND seq = ${seq}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      return EventsRepo.of({ insert, insertMany, sequence, unsequenced, heads, after, bySeq })
+      return EventsRepo.of({ insert, insertMany, sequence, unsequenced, heads, after })
     })
   )
 }
