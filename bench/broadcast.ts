@@ -6,8 +6,8 @@
  *      status, PostgreSQL row writes per recipient (pg_stat_database tup_inserted + tup_updated +
  *      tup_deleted over the run, everything the app wrote: messages, threads, events, recipients),
  *      and the process's peak RSS growth;
- *   2. a bare loop of the engine's recipient SQL (claim a batch, mark it sending, write the outcome)
- *      over the same number of rows, with no sends;
+ *   2. a bare loop of the engine's recipient SQL (claim a batch of 500 after the last id claimed, mark
+ *      it sending, write the outcome) over the same number of rows, one batch at a time, with no sends;
  *   3. pacing: 3 channels at 600/min for BENCH_BROADCAST_PACING_SECONDS (180): the most sends in any
  *      60 s window per channel and the share of the allowance used.
  *
@@ -121,18 +121,27 @@ await db(
 )
 await db("UPDATE broadcast_runs SET status = 'cancelled' WHERE id = $1", [bareRun])
 const bareStart = Date.now()
-for (;;) {
-  const claimed = await db(
-    `WITH picked AS (SELECT id FROM broadcast_recipients WHERE run_id = $1 AND status = 'pending' ORDER BY id LIMIT 64 FOR UPDATE SKIP LOCKED)
-     UPDATE broadcast_recipients r SET status = 'sending', attempts = attempts + 1, sent_at = now() FROM picked WHERE r.id = picked.id RETURNING r.id`,
-    [bareRun]
-  )
-  if (claimed.length === 0) break
-  await db(
-    `UPDATE broadcast_recipients r SET status = v.status, message_id = v.message_id FROM jsonb_to_recordset($1::jsonb) AS v(id bigint, status text, message_id bigint)
-     WHERE r.id = v.id AND r.status = 'sending'`,
-    [JSON.stringify(claimed.map((c) => ({ id: c.id, status: "sent", message_id: null })))]
-  )
+// The engine's claim (per channel, after the last id claimed, at its largest batch) and its outcome write, one batch at a time.
+const bareChannels = (await db("SELECT DISTINCT channel_id FROM broadcast_recipients WHERE run_id = $1", [bareRun])).map((r) => Number(r.channel_id))
+for (const channelId of bareChannels) {
+  let after = 0
+  for (;;) {
+    const claimed = await db(
+      `WITH picked AS (
+         SELECT id FROM broadcast_recipients WHERE run_id = $1 AND status = 'pending' AND channel_id = $2 AND id > $3
+         ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED
+       )
+       UPDATE broadcast_recipients r SET status = 'sending', attempts = attempts + 1, sent_at = now() FROM picked WHERE r.id = picked.id RETURNING r.id`,
+      [bareRun, channelId, after]
+    )
+    if (claimed.length === 0) break
+    after = Math.max(...claimed.map((c) => Number(c.id)))
+    await db(
+      `UPDATE broadcast_recipients r SET status = v.status, message_id = v.message_id FROM jsonb_to_recordset($1::jsonb) AS v(id bigint, status text, message_id bigint)
+       WHERE r.id = v.id AND r.status = 'sending'`,
+      [JSON.stringify(claimed.map((c) => ({ id: c.id, status: "sent", message_id: null })))]
+    )
+  }
 }
 const bareRate = N / ((Date.now() - bareStart) / 1000)
 

@@ -31,6 +31,8 @@ const firstBatch = 32
 const maxBatch = 500
 const batchTargetMs = 400
 const batchesInFlight = 4
+/** Lanes of one run across its channels: each open channel gets its share, at least one. */
+const lanesPerRun = 8
 const parallelFrom = 256
 /** Template sends in flight per channel batch (each through its conversation's lane). */
 const sendConcurrency = 16
@@ -494,6 +496,7 @@ export class RunEngine extends Context.Service<RunEngine, {
         const laneCount = new Map<number, number>()
         const laneFibers = new Set<Fiber.Fiber<void>>()
         const laneEnded = yield* Queue.sliding<void>(1)
+        let laneShare = batchesInFlight
         const startLanes = (channelId: number, want: number): Effect.Effect<void> =>
           Effect.gen(function*() {
             for (let k = laneCount.get(channelId) ?? 0; k < want; k++) {
@@ -517,8 +520,8 @@ export class RunEngine extends Context.Service<RunEngine, {
             while (!stopping) {
               const size = sizes.get(channelId) ?? firstBatch
               const count = yield* timedBatch(channelId, size, new Date(yield* Clock.currentTimeMillis), null)
-              if (count < size) return
-              if ((sizes.get(channelId) ?? firstBatch) >= parallelFrom) yield* startLanes(channelId, batchesInFlight)
+              if (count < size || (laneCount.get(channelId) ?? 0) > laneShare) return
+              if ((sizes.get(channelId) ?? firstBatch) >= parallelFrom) yield* startLanes(channelId, laneShare)
               yield* progress(false)
             }
           })
@@ -553,6 +556,7 @@ export class RunEngine extends Context.Service<RunEngine, {
           }
           let wakeAt = nowMs + maxIdleMs
           const due: Array<{ channelId: number; n: number; slots: ReadonlyArray<number> | null }> = []
+          if (unpaced(pace)) laneShare = Math.max(1, Math.min(batchesInFlight, Math.floor(lanesPerRun / open.length)))
           for (const row of open) {
             const channelId = Number(row.channel_id)
             const pacer = pacers.get(channelId) ?? newPacer([], nowMs)

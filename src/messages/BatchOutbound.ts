@@ -37,6 +37,13 @@ export type BatchResult =
     readonly reason: SendRefusalReason | "no_thread"
   }
 
+const threadRow = (row: ThreadRow): ThreadRow => ({
+  ...row,
+  id: Number(row.id),
+  conversation_id: Number(row.conversation_id),
+  contact_account_id: Number(row.contact_account_id)
+})
+
 interface ThreadRow {
   readonly id: number
   readonly conversation_id: number
@@ -98,13 +105,18 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
             ON CONFLICT (company_id, contact_id) DO NOTHING
             RETURNING id, contact_id`
           // An account that got its thread since the caller looked is skipped here: the caller reads it next.
-          const threads = yield* sql<{ id: number; conversation_id: number }>`
-            INSERT INTO threads (company_id, conversation_id, channel_id, contact_account_id, external_thread_id, is_group)
-            SELECT ca.company_id, cv.id, ${channelId}::bigint, ca.id, NULL, false
-            FROM contact_accounts ca JOIN conversations cv ON cv.company_id = ca.company_id AND cv.contact_id = ca.contact_id
-            WHERE ${accounts}
-            ON CONFLICT (channel_id, contact_account_id) WHERE NOT is_group DO NOTHING
-            RETURNING id, conversation_id`
+          const threads = yield* sql<ThreadRow>`
+            WITH nt AS (
+              INSERT INTO threads (company_id, conversation_id, channel_id, contact_account_id, external_thread_id, is_group)
+              SELECT ca.company_id, cv.id, ${channelId}::bigint, ca.id, NULL, false
+              FROM contact_accounts ca JOIN conversations cv ON cv.company_id = ca.company_id AND cv.contact_id = ca.contact_id
+              WHERE ${accounts}
+              ON CONFLICT (channel_id, contact_account_id) WHERE NOT is_group DO NOTHING
+              RETURNING id, conversation_id, contact_account_id, external_thread_id, last_inbound_at
+            )
+            SELECT nt.id, nt.conversation_id, nt.contact_account_id, ca.external_id AS account_external_id, nt.external_thread_id,
+              nt.last_inbound_at, (ct.blocked_at IS NOT NULL) AS contact_blocked
+            FROM nt JOIN contact_accounts ca ON ca.id = nt.contact_account_id JOIN contacts ct ON ct.id = ca.contact_id`
           const threadOf = new Map(threads.map((t) => [Number(t.conversation_id), Number(t.id)]))
           const list: Array<{ key: string; payload: unknown }> = []
           for (const row of conversations) {
@@ -123,6 +135,7 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
             })
           }
           yield* events.emitMany(companyId, list)
+          return threads.map(threadRow)
         }).pipe(sql.withTransaction, Effect.orDie)
 
       const threadsOf = (companyId: CompanyId, channelId: number, accountIds: ReadonlyArray<number>) =>
@@ -135,7 +148,7 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
           LEFT JOIN contact_accounts ca ON ca.id = t.contact_account_id
           WHERE t.channel_id = ${channelId} AND t.contact_account_id = ANY(${`{${accountIds.join(",")}}`}::bigint[]) AND NOT t.is_group
             AND t.company_id IS NOT DISTINCT FROM ${companyId}::bigint`.pipe(
-          Effect.map((rows) => new Map(rows.map((row) => [Number(row.contact_account_id), { ...row, id: Number(row.id), conversation_id: Number(row.conversation_id) }]))),
+          Effect.map((rows) => new Map(rows.map((row) => [Number(row.contact_account_id), threadRow(row)]))),
           Effect.orDie
         )
 
@@ -158,8 +171,10 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
           let found = yield* threadsOf(companyId, channelId, accountIds)
           // A concurrent writer may win a conversation or thread insert; the next pass reads its row.
           for (let pass = 0; pass < 3 && accountIds.some((id) => !found.has(id)); pass++) {
-            yield* ensureThreads(companyId, channelId, channel.value.type, accountIds.filter((id) => !found.has(id)))
-            found = yield* threadsOf(companyId, channelId, accountIds)
+            if (pass > 0) found = yield* threadsOf(companyId, channelId, accountIds)
+            const missing = accountIds.filter((id) => !found.has(id))
+            if (missing.length === 0) break
+            for (const row of yield* ensureThreads(companyId, channelId, channel.value.type, missing)) found.set(row.contact_account_id, row)
           }
           const now = yield* Clock.currentTimeMillis
           for (const item of items) {
