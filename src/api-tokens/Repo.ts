@@ -79,10 +79,17 @@ export class ApiTokensRepo extends Context.Service<ApiTokensRepo, {
 
       const deleteServiceAccount = (companyId: CompanyId, id: number) =>
         sql<{ id: number; name: string; user_id: number }>`
-          DELETE FROM users u USING api_tokens t
-          WHERE t.company_id = ${companyId} AND t.kind = 'service' AND t.id = ${id}
-            AND u.id = t.user_id AND u.is_service_account
-          RETURNING t.id, t.name, t.user_id`.pipe(
+          WITH gone AS (
+            DELETE FROM users u USING api_tokens t
+            WHERE t.company_id = ${companyId} AND t.kind = 'service' AND t.id = ${id}
+              AND u.id = t.user_id AND u.is_service_account
+            RETURNING t.id, t.name, t.user_id
+          ), unsigned AS (
+            -- Messages keep no key to their sender (migration 0152): what they sent shows no author, as before.
+            UPDATE messages SET sender_user_id = NULL
+            WHERE company_id = ${companyId} AND sender_user_id IN (SELECT user_id FROM gone)
+          )
+          SELECT id, name, user_id FROM gone`.pipe(
           Effect.map((rows) => Option.fromNullishOr(rows[0])),
           Effect.orDie
         )

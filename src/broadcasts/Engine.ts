@@ -185,10 +185,13 @@ export class RunEngine extends Context.Service<RunEngine, {
        */
       const outcomeWrites = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
         outcomes.length === 0 ? undefined : sql`
-          recipient_outcomes AS (
+          recipient_values AS MATERIALIZED (
+            -- Parsed once: a plan that joins it in a nested loop would parse it again per row.
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
+          ), recipient_outcomes AS (
             UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id,
               sent_at = CASE WHEN v.status IN ('skipped', 'pending') THEN NULL ELSE coalesce(v.sent_at, r.sent_at) END
-            FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint, sent_at timestamptz)
+            FROM recipient_values v
             WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'
           )`
 

@@ -97,6 +97,43 @@ describe("api tokens", () => {
     assert.deepStrictEqual(after.body.data.map((t: any) => t.name), ["platform"])
   })
 
+  it("clears the revoked service account as the sender of its messages, and no one else's", async () => {
+    const company = await createCompany(server)
+    const created = await create(company.token, { name: "Sender" })
+    const userId = (await request(server, "GET", "/v1/me", { token: created.token })).body.data.id as number
+    const owner = (await request(server, "GET", "/v1/me", { token: company.token })).body.data.id as number
+    /** A message row in the company, sent by `sender`. */
+    const messageBy = (sender: number) =>
+      server.runInApp(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [channel] = yield* sql<{ id: number }>`
+          INSERT INTO channels (company_id, type, provider, name, webhook_secret) VALUES (${company.id}, 'msgr_a', 'sandbox', 'c', 's') RETURNING id`
+        const [contact] = yield* sql<{ id: number }>`
+          INSERT INTO contacts (company_id, first_name, display_name) VALUES (${company.id}, 'A', 'A') RETURNING id`
+        const [conversation] = yield* sql<{ id: number }>`
+          INSERT INTO conversations (company_id, contact_id) VALUES (${company.id}, ${contact.id}) RETURNING id`
+        const [thread] = yield* sql<{ id: number }>`
+          INSERT INTO threads (company_id, conversation_id, channel_id) VALUES (${company.id}, ${conversation.id}, ${channel.id}) RETURNING id`
+        const [message] = yield* sql<{ id: number }>`
+          INSERT INTO messages (company_id, conversation_id, thread_id, channel_id, direction, message_content, sender_user_id)
+          VALUES (${company.id}, ${conversation.id}, ${thread.id}, ${channel.id}, 'outbound', 'hi', ${sender}) RETURNING id`
+        return Number(message.id)
+      }))
+    const senderOf = (messageId: number) =>
+      server.runInApp(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{ sender_user_id: number | null }>`SELECT sender_user_id FROM messages WHERE id = ${messageId}`
+        return row.sender_user_id === null ? null : Number(row.sender_user_id)
+      }))
+    const bySender = await messageBy(userId)
+    const byOwner = await messageBy(owner)
+    assert.strictEqual(await senderOf(bySender), userId)
+
+    assert.strictEqual((await request(server, "DELETE", `/v1/api-tokens/${created.id}`, { token: company.token })).status, 200)
+    assert.strictEqual(await senderOf(bySender), null)
+    assert.strictEqual(await senderOf(byOwner), owner)
+  })
+
   it("defaults the description to an empty string", async () => {
     const company = await createCompany(server)
     const created = await create(company.token, { name: "No description" })
