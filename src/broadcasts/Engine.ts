@@ -197,7 +197,7 @@ export class RunEngine extends Context.Service<RunEngine, {
 
       const writeOutcomes = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) => {
         const writes = outcomeWrites(companyId, outcomes)
-        return writes === undefined ? Effect.void : sql`WITH ${writes} SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+        return writes === undefined ? Effect.void : sql`WITH ${writes} SELECT 1`.unprepared.pipe(Effect.asVoid, Effect.orDie)
       }
 
       /** A recipient's outcome from its batched send: a refusal by the sending rules skips a blocked contact and fails the rest. */

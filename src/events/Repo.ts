@@ -60,6 +60,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
+      // Unprepared, so planned for each batch: a generic plan cached while the tables the caller's writes
+      // touch were small (the start of a broadcast) kept scanning them whole as they grew.
       const insertMany = (companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment) =>
         sql`
           WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
@@ -68,7 +70,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (key text, payload jsonb)) WITH ORDINALITY AS v(key, payload, n)
             ORDER BY v.n
           )
-          SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+          SELECT 1`.unprepared.pipe(Effect.asVoid, Effect.orDie)
 
       // One statement (migration 0140): the check, the counter lock, the numbering and the NOTIFYs.
       const sequence = (companyId: CompanyId, notify: Notify | null) =>

@@ -46,18 +46,10 @@ const embedded = (dataDir: string) =>
     })
   }))
 
-/**
- * Every statement is planned for its own parameters. A cached generic plan is chosen once per
- * connection from the table sizes of that moment, and tenants are skewed and grow fast: a
- * broadcast's batch statement kept a sequential scan of `conversations` planned when the table was
- * nearly empty while its run added 20,000 rows to it (each batch then read every conversation).
- */
-const sessionSettings = { plan_cache_mode: "force_custom_plan" }
-
 export const SqlLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return Option.match(config.databaseUrl, {
     onNone: () => embedded(config.dataDir),
-    onSome: (url) => PgClient.layer({ url, maxConnections: 10, multiplex: true, types, applicationName: "crm", startupParameters: sessionSettings })
+    onSome: (url) => PgClient.layer({ url, maxConnections: 10, multiplex: true, types, applicationName: "crm" })
   })
 }))
