@@ -528,12 +528,18 @@ export class RunEngine extends Context.Service<RunEngine, {
               yield* progress(false)
             }
           })
-        const stopLanes = Effect.gen(function*() {
+        const awaitLanes = Effect.suspend(() => {
           stopping = true
-          yield* Fiber.awaitAll([...laneFibers])
+          return Fiber.awaitAll([...laneFibers])
+        })
+        const stopLanes = Effect.gen(function*() {
+          yield* awaitLanes
           if (failure !== undefined) return yield* Effect.failCause(failure)
         })
 
+        // However the drive ends (interrupted too: its entity moving, its job's lease lost), it ends after its
+        // lanes' batches: the next drive of the run takes what is still `sending` for a dead driver's.
+        return yield* Effect.ensuring(Effect.gen(function*() {
         while (true) {
           if (failure !== undefined) return yield* stopLanes
           const status = yield* sql<{ status: string }>`SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.orDie)
@@ -601,6 +607,7 @@ export class RunEngine extends Context.Service<RunEngine, {
             if (wakeAt > after) yield* Effect.raceFirst(Effect.sleep(Math.min(wakeAt - after, maxIdleMs)), Queue.take(laneEnded))
           }
         }
+        }), awaitLanes)
       })
 
       return RunEngine.of({ start, drive })

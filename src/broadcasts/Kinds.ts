@@ -7,7 +7,8 @@ import { jobKind } from "../platform/Jobs.ts"
  */
 export const RunJob = jobKind("broadcast.run", {
   payload: Schema.Struct({ run_id: Schema.Int }),
-  lease: "6 seconds",
+  // Renewed every quarter of it through the shared pool, which a large run keeps busy.
+  lease: "15 seconds",
   maxAttempts: 1000,
   retryDelay: () => "5 seconds"
 })
