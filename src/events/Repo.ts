@@ -34,8 +34,16 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * writes (`along`, data-modifying CTEs such as `done AS (UPDATE …)`). Nothing is locked.
    */
   insert(companyId: CompanyId, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
-  /** `insert` for many events in one statement, in the given order. */
-  insertMany(companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment): Effect.Effect<void>
+  /**
+   * `insert` for many events in one statement, in the given order; with `when` (a condition over
+   * `along`'s CTEs) only if it holds, so an event announces a conditional write only when it happened.
+   */
+  insertMany(
+    companyId: CompanyId,
+    events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+    along?: Statement.Fragment,
+    when?: Statement.Fragment
+  ): Effect.Effect<void>
   /**
    * Numbers the company's committed, unnumbered events (in append order) after its last number,
    * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
@@ -60,12 +68,18 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
-      const insertMany = (companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment) =>
+      const insertMany = (
+        companyId: CompanyId,
+        events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+        along?: Statement.Fragment,
+        when?: Statement.Fragment
+      ) =>
         sql`
           WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
             INSERT INTO events (company_id, key, payload, created_at)
             SELECT ${companyId}, v.key, v.payload, date_trunc('milliseconds', now())
             FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (key text, payload jsonb)) WITH ORDINALITY AS v(key, payload, n)
+            ${when === undefined ? sql`` : sql`WHERE ${when}`}
             ORDER BY v.n
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
