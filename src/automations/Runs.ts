@@ -41,7 +41,7 @@ export class Runs extends Context.Service<Runs, {
       const repo = yield* AutomationsRepo
       const jobs = yield* Jobs
 
-      const start = Effect.fn("Runs.start")(function*(request: StartRequest) {
+      const start = Effect.fnUntraced(function*(request: StartRequest) {
         const companyId = CompanyId.make(request.companyId)
         const at = new Date(yield* Clock.currentTimeMillis)
         const id = randomUUID()
