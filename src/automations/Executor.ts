@@ -269,8 +269,8 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     }
     /**
      * A step's output, and the writes (if any) that commit with its step row. `replayable`: the step
-     * reads, or writes what a replay leaves as it is (a tag added twice is added once, with one event),
-     * so its row may wait for the run's next write.
+     * only reads, or makes a change a replay finds made (a tag already added is left as it is, without
+     * a second event), so its row may wait for the run's next write.
      */
     interface Done {
       readonly output: unknown
