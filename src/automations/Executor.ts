@@ -8,6 +8,7 @@ import { Deals } from "../deals/Deals.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
 import { Outbound } from "../messages/Outbound.ts"
+import { ThreadsRepo } from "../messages/ThreadsRepo.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Jobs, jobHandler } from "../platform/Jobs.ts"
 import { OutboundHttp } from "../platform/OutboundHttp.ts"
@@ -29,7 +30,7 @@ import {
 import { evaluate } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import type { Node } from "./Domain.ts"
-import { AutomationsRepo, type RunState } from "./Repo.ts"
+import { AutomationsRepo, type NewStep, type RunState } from "./Repo.ts"
 import { directHoldMs, RunJob } from "./Runs.ts"
 import type { Started } from "./Starter.ts"
 import { factsFrom } from "./Triggers.ts"
@@ -137,6 +138,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     const http = yield* OutboundHttp
     const config = yield* AppConfig
     const templates = yield* TemplateSending
+    const threads = yield* ThreadsRepo
 
     const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -147,7 +149,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
       if (run.status === "succeeded" || run.status === "failed" || run.status === "cancelled") return
       if (((run.state as RunStateJson).segment ?? 0) !== segment) return
       const nodes = new Map(run.nodes.map((n) => [n.id, n]))
-      if (run.actor === null) return yield* finish(companyId, run, "failed", "The company has no member to act for.", jobId)
+      if (run.actor === null) return yield* finish(companyId, run, "failed", "The company has no member to act for.", jobId, [], null)
       const actor = systemActor(companyId, run.actor)
       const context = run.context
       const stored = run.state as RunStateJson
@@ -162,6 +164,14 @@ export class RunExecutor extends Context.Service<RunExecutor, {
       }
       if (run.status === "waiting") yield* repo.saveState(companyId, runId, "running", { ...state, started: true }, null)
 
+      // Rows of steps a replay repeats harmlessly (`replayable`), written with the run's next write.
+      let unwritten: Array<NewStep> = []
+      const written = () => {
+        const rows = unwritten
+        unwritten = []
+        return rows
+      }
+
       while (state.pending.length > 0) {
         const nodeId = state.pending[0]
         const node = nodes.get(nodeId)!
@@ -174,7 +184,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
         }
         const done = fresh ? Option.none() : yield* repo.step(companyId, runId, nodeId, visit)
         if (Option.isSome(done)) {
-          if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error, jobId)
+          if (done.value.status === "failed") return yield* finish(companyId, run, "failed", done.value.error, jobId, written(), null)
           advance(done.value.output, handleOf(actionId, done.value.output))
           continue
         }
@@ -184,14 +194,9 @@ export class RunExecutor extends Context.Service<RunExecutor, {
           const output = { resume_at: wake.toISOString() }
           advance(output, null)
           state.segment = segment + 1
+          const rows = [...written(), { runId, nodeId, visit, actionId, status: "succeeded" as const, attempt: 1, output, error: null, startedAt, finishedAt: startedAt }]
           yield* Effect.gen(function*() {
-            yield* repo.recordStep(
-              companyId,
-              { runId, nodeId, visit, actionId, status: "succeeded", attempt: 1, output, error: null, startedAt, finishedAt: startedAt },
-              "waiting",
-              { ...state, started: true },
-              wake
-            )
+            yield* repo.recordSteps(companyId, runId, rows, "waiting", { ...state, started: true }, wake)
             yield* jobs.enqueue(RunJob, companyId, { runId, segment: segment + 1 }, { runAfter: DateTime.fromDateUnsafe(wake) })
             if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
           }).pipe(sql.withTransaction, Effect.orDie)
@@ -209,29 +214,42 @@ export class RunExecutor extends Context.Service<RunExecutor, {
         )
         const finishedAt = yield* nowDate
         if (result._tag === "Failure") {
-          yield* repo.insertStep(companyId, { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt })
-          return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`, jobId)
+          const failed: NewStep = { runId, nodeId, visit, actionId, status: "failed", attempt, output: null, error: result.failure.message, startedAt, finishedAt }
+          return yield* finish(companyId, run, "failed", `Step ${nodeId} (${actionId}) failed: ${result.failure.message}`, jobId, [...written(), failed], null)
         }
         const output = capped(result.success.output)
         advance(output, handleOf(actionId, output))
-        const record = repo.recordStep(
-          companyId,
-          { runId, nodeId, visit, actionId, status: "succeeded", attempt, output, error: null, startedAt, finishedAt },
-          "running",
-          { ...state, started: true },
-          null
-        )
-        yield* result.success.commit === Effect.void ? record : Effect.andThen(result.success.commit, record).pipe(sql.withTransaction, Effect.orDie)
+        const row: NewStep = { runId, nodeId, visit, actionId, status: "succeeded", attempt, output, error: null, startedAt, finishedAt }
+        if (result.success.commit !== Effect.void) {
+          const rows = [...written(), row]
+          yield* Effect.andThen(result.success.commit, repo.recordSteps(companyId, runId, rows, "running", { ...state, started: true }, null)).pipe(
+            sql.withTransaction,
+            Effect.orDie
+          )
+        } else if (result.success.replayable || state.pending.length === 0) {
+          // The run's last step is written with its end.
+          unwritten.push(row)
+        } else {
+          yield* repo.recordSteps(companyId, runId, [...written(), row], "running", { ...state, started: true }, null)
+        }
       }
-      return yield* finish(companyId, run, "succeeded", null, jobId)
+      return yield* finish(companyId, run, "succeeded", null, jobId, written(), { ...state, started: true })
     })
 
     const handleOf = (actionId: string, output: unknown) =>
       actionId === "condition" ? String((output as { result?: unknown } | null)?.result === true) : null
 
-    const finish = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, status: "succeeded" | "failed", error: string | null, jobId: number | null) {
+    const finish = Effect.fnUntraced(function*(
+      companyId: CompanyId,
+      run: RunState,
+      status: "succeeded" | "failed",
+      error: string | null,
+      jobId: number | null,
+      steps: ReadonlyArray<NewStep>,
+      state: unknown
+    ) {
       const at = yield* nowDate
-      // The run's end and its event in one statement; the fallback job after it (were it left, it would find the run over).
+      // The last step rows, the run's end, its event and the fallback job's dismissal in one statement.
       yield* events.emit(companyId, "automation.run.finished", {
         automation_id: run.automation_id,
         run_id: run.id,
@@ -239,8 +257,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
         status,
         error,
         duration_ms: at.getTime() - run.started_at.getTime()
-      }, repo.finishRun(companyId, run.id, status, error, at))
-      if (jobId !== null) yield* jobs.dismiss(companyId, jobId)
+      }, sql`${repo.finishRun(companyId, run.id, { status, error, at, steps, state })}${jobId === null ? sql`` : sql`, dismissed AS (${jobs.dismissing(companyId, jobId)})`}`)
     })
 
     interface StepInput {
@@ -250,10 +267,15 @@ export class RunExecutor extends Context.Service<RunExecutor, {
       readonly visit: number
       readonly outputs: Record<string, unknown>
     }
-    /** A step's output, and the writes (if any) that commit with its step row. */
+    /**
+     * A step's output, and the writes (if any) that commit with its step row. `replayable`: the step
+     * only reads, or makes a change a replay finds made (a tag already added is left as it is, without
+     * a second event), so its row may wait for the run's next write.
+     */
     interface Done {
       readonly output: unknown
       readonly commit: Effect.Effect<void>
+      readonly replayable?: boolean
     }
     const doneWith = (output: unknown): Done => ({ output, commit: Effect.void })
 
@@ -274,6 +296,14 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     const threadFor = Effect.fnUntraced(function*(input: StepInput, data: { channel_id?: number | undefined }, channelType: string | undefined) {
       const { companyId, run } = input
       const c = run.context
+      // The trigger's own thread, in one read, when the send addresses it.
+      if (typeof c.thread_id === "number" && typeof c.contact_account_id === "number" && (data.channel_id === undefined || data.channel_id === c.channel_id)) {
+        const own = yield* threads.threadContext(companyId, c.thread_id)
+        if (
+          Option.isSome(own) && !own.value.channel_deleted && own.value.contact_account_id === c.contact_account_id &&
+          (channelType === undefined || own.value.channel_type.startsWith(channelType))
+        ) return own.value
+      }
       const types = yield* ctx.channelTypes(companyId)
       const fits = (channelId: number) => channelType === undefined || (types.get(channelId) ?? "").startsWith(channelType)
       let target: Option.Option<{ channelId: number; accountId: number }> = Option.none()
@@ -353,17 +383,8 @@ export class RunExecutor extends Context.Service<RunExecutor, {
           return Effect.gen(function*() {
             const { tag_id } = yield* decode(TagData, node.data)
             const contactId = yield* contactOf(input)
-            const adding = spec.id === "add-tag"
-            return {
-              output: { contact_id: contactId, tag_id },
-              commit: asActor(actor, Effect.gen(function*() {
-                // The tag ids alone (one read), not the whole contact: replaceTags checks the contact itself.
-                const current = [...(yield* ctx.tagIds(companyId, contactId))]
-                if (adding === current.includes(tag_id)) return
-                const tag_ids = adding ? [...current, tag_id] : current.filter((id) => id !== tag_id)
-                yield* contacts.replaceTags(contactId, { tag_ids })
-              })).pipe(Effect.orDie)
-            }
+            yield* asActor(actor, contacts.changeTag(contactId, tag_id, spec.id === "add-tag"))
+            return { output: { contact_id: contactId, tag_id }, commit: Effect.void, replayable: true }
           })
         case "update-contact-field":
           return Effect.gen(function*() {
@@ -445,7 +466,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
               field.split(".").reduce<unknown>((v, k) => (v !== null && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), scope)
             const contactId = Effect.succeed(typeof run.context.contact_id === "number" ? run.context.contact_id : null)
             const result = yield* evaluate(data.conditions, data.conditionsJoiner, factsFrom(ctx, companyId, run.context, contactId, path), true)
-            return doneWith({ result })
+            return { output: { result }, commit: Effect.void, replayable: true }
           })
         case "assign-conversation":
           return Effect.gen(function*() {
@@ -490,7 +511,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     })
 
     return RunExecutor.of({ execute, direct })
-  }))
+  })).pipe(Layer.provide(ThreadsRepo.layer))
 }
 
 /** The `automation.run` job. A first segment's job is a fallback: steps of the in-process run may be written already. */

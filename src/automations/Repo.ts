@@ -178,17 +178,33 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
   /**
    * Writes the run, `cancelled` with `guard.skipped` as its error when its contact started `guard.limit`
    * runs of the automation since `guard.since` (the loop guard), in one statement. Null when the event
-   * already started a run of this automation (replayed, or another runner saw it too).
+   * already started a run of this automation (replayed, or another runner saw it too). `fallback`, a
+   * job insert conditional on `admitted`, is written in the same statement.
    */
-  admitRun(companyId: CompanyId, run: NewRun, guard: { readonly since: Date; readonly limit: number; readonly skipped: string }): Effect.Effect<RunStatus | null>
+  admitRun(
+    companyId: CompanyId,
+    run: NewRun,
+    guard: { readonly since: Date; readonly limit: number; readonly skipped: string },
+    fallback: Statement.Fragment
+  ): Effect.Effect<{ readonly status: RunStatus; readonly jobId: number | null } | null>
+  /** In `admitRun`'s statement: the run was admitted to run (what its `fallback` job is written on). */
+  readonly admitted: Statement.Fragment
   loadRun(companyId: CompanyId, runId: string): Effect.Effect<Option.Option<RunState>>
   step(companyId: CompanyId, runId: string, nodeId: string, visit: number): Effect.Effect<Option.Option<{ status: Step["status"]; output: unknown; error: string | null }>>
-  insertStep(companyId: CompanyId, step: NewStep): Effect.Effect<void>
   saveState(companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
-  /** The step row and the run's state after it, in one statement. */
-  recordStep(companyId: CompanyId, step: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
-  /** The run's end, as a data-modifying CTE to write with the event that announces it. */
-  finishRun(companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date): Statement.Fragment
+  /** Step rows (in order) and the run's state after them, in one statement. */
+  recordSteps(companyId: CompanyId, runId: string, steps: ReadonlyArray<NewStep>, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
+  /**
+   * The run's end with its last step rows and state (null: kept), as data-modifying CTEs to write with
+   * the event that announces it.
+   */
+  finishRun(companyId: CompanyId, runId: string, end: {
+    readonly status: RunStatus
+    readonly error: string | null
+    readonly at: Date
+    readonly steps: ReadonlyArray<NewStep>
+    readonly state: unknown
+  }): Statement.Fragment
 }>()("crm/automations/AutomationsRepo") {
   static readonly layer = Layer.effect(
     AutomationsRepo,
@@ -304,8 +320,15 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           WHERE company_id = ${companyId} AND automation_id = ${automationId} AND contact_id = ${contactId}
             AND status <> 'cancelled' AND started_at > ${since}`.pipe(Effect.map((rows) => rows[0].n), Effect.orDie)
 
-      const admitRun = (companyId: CompanyId, r: NewRun, guard: { readonly since: Date; readonly limit: number; readonly skipped: string }) =>
-        sql<{ status: RunStatus }>`
+      const admitted = sql`EXISTS (SELECT 1 FROM ins WHERE status = 'running')`
+
+      const admitRun = (
+        companyId: CompanyId,
+        r: NewRun,
+        guard: { readonly since: Date; readonly limit: number; readonly skipped: string },
+        fallback: Statement.Fragment
+      ) =>
+        sql<{ status: RunStatus; job_id: number | null }>`
           WITH recent AS (
             SELECT count(*)::int AS n FROM automation_runs
             WHERE company_id = ${companyId} AND automation_id = ${r.automationId} AND contact_id = ${r.contactId}
@@ -322,9 +345,12 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
             ON CONFLICT DO NOTHING RETURNING status
           ), counted AS (
             UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
-            WHERE company_id = ${companyId} AND id = ${r.automationId} AND EXISTS (SELECT 1 FROM ins WHERE status = 'running')
-          )
-          SELECT status FROM ins`.pipe(Effect.map((rows) => rows[0]?.status ?? null), Effect.orDie)
+            WHERE company_id = ${companyId} AND id = ${r.automationId} AND ${admitted}
+          ), fallback AS (${fallback})
+          SELECT ins.status, (SELECT id FROM fallback) AS job_id FROM ins`.pipe(
+          Effect.map((rows) => (rows[0] === undefined ? null : { status: rows[0].status, jobId: rows[0].job_id === null ? null : Number(rows[0].job_id) })),
+          Effect.orDie
+        )
 
       const loadRun = (companyId: CompanyId, runId: string) =>
         sql<RunState>`
@@ -349,37 +375,52 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           Effect.orDie
         )
 
-      const insertStep = (companyId: CompanyId, s: NewStep) =>
-        sql`
-          INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
-          VALUES (${companyId}, ${s.runId}, ${s.nodeId}, ${s.visit}, ${s.actionId}, ${s.status}, ${s.attempt}, ${json(s.output)}::jsonb,
-            ${s.error}, ${s.startedAt}, ${s.finishedAt})
-          ON CONFLICT (run_id, node_id, visit) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie)
-
       const saveState = (companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null) =>
         sql`
           UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
           WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
 
-      const recordStep = (companyId: CompanyId, st: NewStep, status: RunStatus, state: unknown, resumeAt: Date | null) =>
-        sql`
-          WITH step AS (
-            INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
-            VALUES (${companyId}, ${st.runId}, ${st.nodeId}, ${st.visit}, ${st.actionId}, ${st.status}, ${st.attempt}, ${json(st.output)}::jsonb,
-              ${st.error}, ${st.startedAt}, ${st.finishedAt})
-            ON CONFLICT (run_id, node_id, visit) DO NOTHING
-          )
-          UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
-          WHERE company_id = ${companyId} AND id = ${st.runId}`.pipe(Effect.asVoid, Effect.orDie)
+      const stepRows = (companyId: CompanyId, runId: string, steps: ReadonlyArray<NewStep>) =>
+        steps.length === 0 ? sql`` : sql`steps AS (
+          INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
+          SELECT ${companyId}, ${runId}::uuid, s.node_id, s.visit, s.action_id, s.status, s.attempt, s.output, s.error, s.started_at, s.finished_at
+          FROM ROWS FROM (jsonb_to_recordset(${json(steps.map((st) => ({
+            node_id: st.nodeId,
+            visit: st.visit,
+            action_id: st.actionId,
+            status: st.status,
+            attempt: st.attempt,
+            output: st.output ?? null,
+            error: st.error,
+            started_at: st.startedAt.toISOString(),
+            finished_at: st.finishedAt.toISOString()
+          })))}::jsonb) AS (node_id text, visit int, action_id text, status text, attempt int, output jsonb, error text,
+            started_at timestamptz, finished_at timestamptz)) WITH ORDINALITY AS s(node_id, visit, action_id, status, attempt, output, error, started_at, finished_at, n)
+          ORDER BY s.n
+          ON CONFLICT (run_id, node_id, visit) DO NOTHING),`
 
-      const finishRun = (companyId: CompanyId, runId: string, status: RunStatus, error: string | null, at: Date) =>
-        sql`finished AS (
-          UPDATE automation_runs SET status = ${status}, error = ${error}, finished_at = ${at}, resume_at = NULL
+      const recordSteps = (companyId: CompanyId, runId: string, steps: ReadonlyArray<NewStep>, status: RunStatus, state: unknown, resumeAt: Date | null) =>
+        sql`
+          WITH ${stepRows(companyId, runId, steps)} run AS (
+            UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
+            WHERE company_id = ${companyId} AND id = ${runId})
+          SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
+
+      const finishRun = (companyId: CompanyId, runId: string, end: {
+        readonly status: RunStatus
+        readonly error: string | null
+        readonly at: Date
+        readonly steps: ReadonlyArray<NewStep>
+        readonly state: unknown
+      }) =>
+        sql`${stepRows(companyId, runId, end.steps)} finished AS (
+          UPDATE automation_runs SET status = ${end.status}, error = ${end.error}, finished_at = ${end.at}, resume_at = NULL
+            ${end.state === null ? sql`` : sql`, state = ${json(end.state)}::jsonb`}
           WHERE company_id = ${companyId} AND id = ${runId})`
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        admitRun, loadRun, step, insertStep, saveState, recordStep, finishRun
+        admitRun, admitted, loadRun, step, saveState, recordSteps, finishRun
       })
     })
   )

@@ -30,7 +30,7 @@ export const RunJob = jobKind("automation.run", {
 /** How long the fallback job of a first segment run in process is held off, renewed while it runs. */
 export const directHoldMs = 30_000
 
-/** Starting runs: the loop guard and the run row (one statement), after the run's fallback job. */
+/** Starting runs: the loop guard, the run row and its fallback job, in one statement. */
 export class Runs extends Context.Service<Runs, {
   /** The run admitted (null: the event already started one, or the loop guard skipped it). */
   start(request: StartRequest): Effect.Effect<Started | null>
@@ -41,17 +41,13 @@ export class Runs extends Context.Service<Runs, {
       const repo = yield* AutomationsRepo
       const jobs = yield* Jobs
 
-      const start = Effect.fn("Runs.start")(function*(request: StartRequest) {
+      const start = Effect.fnUntraced(function*(request: StartRequest) {
         const companyId = CompanyId.make(request.companyId)
         const at = new Date(yield* Clock.currentTimeMillis)
         const id = randomUUID()
-        // The fallback job first, then the run: a run row never lacks its job, and a job whose run was
-        // never written (or was refused) does nothing. Neither needs a transaction of its own.
-        const jobId = yield* jobs.enqueue(RunJob, companyId, { runId: id, segment: 0 }, {
-          runAfter: DateTime.fromDateUnsafe(new Date(at.getTime() + directHoldMs)),
-          wake: false
-        })
-        const status = yield* repo.admitRun(companyId, {
+        // The run and its fallback job in one statement: a run row never lacks its job.
+        const fallback = yield* jobs.enqueueing(RunJob, companyId, { runId: id, segment: 0 }, DateTime.fromDateUnsafe(new Date(at.getTime() + directHoldMs)), repo.admitted)
+        const admitted = yield* repo.admitRun(companyId, {
           id,
           automationId: request.automationId,
           versionId: request.versionId,
@@ -68,9 +64,11 @@ export class Runs extends Context.Service<Runs, {
           since: new Date(at.getTime() - 3600_000),
           limit: runsPerContactPerHour,
           skipped: `Skipped: the contact already started ${runsPerContactPerHour} runs of this automation in the last hour.`
-        })
-        if (status === "running") return { runId: id, jobId, enqueuedAt: at.getTime() }
-        yield* jobs.dismiss(companyId, jobId)
+        }, fallback)
+        if (admitted !== null && admitted.status === "running" && admitted.jobId !== null) {
+          return { runId: id, jobId: admitted.jobId, enqueuedAt: at.getTime() }
+        }
+        const status = admitted?.status ?? null
         if (status === "cancelled") {
           yield* Effect.logWarning("automation run skipped by the loop guard", {
             automation_id: request.automationId,

@@ -14,7 +14,7 @@ const eventsInFlight = 64
  * jobs held off. As for the job kind, a burst queues here rather than taking every pooled connection
  * from the requests (and the other companies) that feed it.
  */
-export const runsPerCompany = 8
+export const runsPerCompany = 32
 const flushEveryMs = 200
 const replayPage = 500
 /** Attempts at an event's triggers (a database outage) before it is logged and passed over. */

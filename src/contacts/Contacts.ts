@@ -136,6 +136,12 @@ export class Contacts extends Context.Service<Contacts, {
   remove(id: number): Effect.Effect<void, Forbidden | NotFound, CurrentActor>
   merge(id: number, input: MergeContact): Effect.Effect<{ readonly dryRun: boolean; readonly moved: MergeCounts; readonly contact: Contact }, Forbidden | NotFound | Unprocessable, CurrentActor>
   replaceTags(id: number, input: ReplaceTags): Effect.Effect<Contact, Forbidden | NotFound | Unprocessable, CurrentActor>
+  /**
+   * One tag added or removed without rewriting the list: a read and, when the tags change, one
+   * statement with the events `replaceTags` emits for it (`contact.updated` with `changes: ["tags"]`,
+   * its `contact` carrying the id and the tags; `tag.added` for an addition). False: nothing to change.
+   */
+  changeTag(id: number, tagId: number, adding: boolean): Effect.Effect<boolean, Forbidden | NotFound | Unprocessable, CurrentActor>
   setOptOut(id: number, optedOut: boolean): Effect.Effect<{ readonly changed: boolean; readonly opted_out_at: string | null }, Forbidden | NotFound, CurrentActor>
 }>()("crm/contacts/Contacts") {
   static readonly layerNoDeps = Layer.effect(
@@ -374,6 +380,26 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
+      const changeTag = Effect.fn("Contacts.changeTag")(function*(id: number, tagId: number, adding: boolean) {
+        const company = yield* requirePermission("contact.update")
+        const state = yield* repo.tagging(company.id, id, tagId)
+        if (Option.isNone(state)) return yield* contactNotFound()
+        const { tag, tags } = state.value
+        if (tag === null) return yield* invalidField("tag_id", "The selected tag id is invalid.")
+        const present = tags.some((t) => t.id === tagId)
+        if (present === adding) return false
+        const after = adding
+          ? [...tags, tag].sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()) || a.id - b.id)
+          : tags.filter((t) => t.id !== tagId)
+        const write = repo.changeTag(company.id, id, tagId, adding)
+        // Conditional on the row written: a change that raced this one is announced once, by its writer.
+        yield* events.emitMany(company.id, [
+          { key: "contact.updated", payload: { contact: { id, tags: after }, contact_id: id, changes: ["tags"] } },
+          ...(adding ? [{ key: "tag.added", payload: { contact_id: id, tag_id: tagId } }] : [])
+        ], write.along, write.changed)
+        return true
+      })
+
       const setOptOut = Effect.fn("Contacts.setOptOut")(function*(id: number, optedOut: boolean) {
         const company = yield* requirePermission("contact.update")
         return yield* transact(Effect.gen(function*() {
@@ -393,7 +419,7 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
-      return Contacts.of({ list, lookup, channelOptions, resolve, get, create, update, remove, merge, replaceTags, setOptOut })
+      return Contacts.of({ list, lookup, channelOptions, resolve, get, create, update, remove, merge, replaceTags, changeTag, setOptOut })
     })
   )
 

@@ -99,6 +99,11 @@ const columns = (sql: SqlClient.SqlClient) =>
 
 const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_replace(${sql.literal(column)}, '[^0-9]', '', 'g')`
 
+export interface TagState {
+  readonly tags: ReadonlyArray<{ readonly id: number; readonly name: string }>
+  readonly tag: { readonly id: number; readonly name: string } | null
+}
+
 /** Contacts of one company; every statement carries the company id. */export class ContactsRepo extends Context.Service<ContactsRepo, {
   list(companyId: CompanyId, params: ListParams & { readonly statusFilter: ReadonlyArray<string>; readonly excludeLidOnly: boolean }, page: number, perPage: number): Effect.Effect<{ readonly items: ReadonlyArray<ContactRecord>; readonly total: number }>
   lookup(companyId: CompanyId, q: string, limit: number): Effect.Effect<ReadonlyArray<ContactRecord>>
@@ -119,6 +124,13 @@ const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_rep
   resolve(companyId: CompanyId, keys: ResolveKeys): Effect.Effect<ResolveMatches>
   tagsOf(companyId: CompanyId, tagIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
   replaceTags(companyId: CompanyId, id: number, tagIds: ReadonlyArray<number>): Effect.Effect<void>
+  /** A live contact's tags (in the contact's order) and the company's tag `tagId` (null: no such tag); none without a live contact. */
+  tagging(companyId: CompanyId, id: number, tagId: number): Effect.Effect<Option.Option<TagState>>
+  /**
+   * One tag added to (or removed from) a live contact, as data-modifying CTEs to write in one statement
+   * with the events that announce it; `changed` holds in that statement when a row was written.
+   */
+  changeTag(companyId: CompanyId, id: number, tagId: number, adding: boolean): { readonly along: Statement.Fragment; readonly changed: Statement.Fragment }
   mergeCounts(companyId: CompanyId, sourceId: number, targetId: number): Effect.Effect<MergeCounts>
   merge(companyId: CompanyId, sourceId: number, targetId: number): Effect.Effect<void>
   setOptOut(companyId: CompanyId, id: number, optedOut: boolean): Effect.Effect<Option.Option<Date | null>>
@@ -407,6 +419,34 @@ const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_rep
           yield* sql`UPDATE contacts SET updated_at = now() WHERE company_id = ${companyId} AND id = ${id}`
         }).pipe(Effect.orDie)
 
+      const tagging = (companyId: CompanyId, id: number, tagId: number) =>
+        sql<TagState>`
+          SELECT
+            COALESCE((SELECT json_agg(json_build_object('id', t.id, 'name', t.name) ORDER BY lower(t.name), t.id)
+              FROM contact_tags ct JOIN tags t ON t.id = ct.tag_id AND t.company_id = ${companyId}
+              WHERE ct.company_id = ${companyId} AND ct.contact_id = c.id), '[]'::json) AS tags,
+            (SELECT json_build_object('id', t.id, 'name', t.name) FROM tags t WHERE t.company_id = ${companyId} AND t.id = ${tagId}) AS tag
+          FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
+      const changeTag = (companyId: CompanyId, id: number, tagId: number, adding: boolean) => ({
+        along: sql`tag_change AS (${
+          adding
+            ? sql`
+              INSERT INTO contact_tags (company_id, contact_id, tag_id)
+              SELECT c.company_id, c.id, t.id FROM contacts c JOIN tags t ON t.company_id = c.company_id AND t.id = ${tagId}
+              WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL
+              ON CONFLICT DO NOTHING RETURNING contact_id`
+            : sql`
+              DELETE FROM contact_tags WHERE company_id = ${companyId} AND contact_id = ${id} AND tag_id = ${tagId}
+              RETURNING contact_id`
+        }), tag_touch AS (
+          UPDATE contacts SET updated_at = now() WHERE company_id = ${companyId} AND id IN (SELECT contact_id FROM tag_change))`,
+        changed: sql`EXISTS (SELECT 1 FROM tag_change)`
+      })
+
       const mergeCounts = (companyId: CompanyId, sourceId: number, targetId: number) =>
         sql<MergeCounts>`
           SELECT
@@ -553,6 +593,8 @@ const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_rep
         resolve,
         tagsOf,
         replaceTags,
+        tagging,
+        changeTag,
         mergeCounts,
         merge,
         setOptOut,

@@ -30,8 +30,16 @@ export class Events extends Context.Service<Events, {
    * this runner, through NOTIFY on the others. A rolled-back event is never numbered nor seen.
    */
   emit(companyId: number, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
-  /** `emit` for many events of one company in one statement (numbered in this order). */
-  emitMany(companyId: number, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment): Effect.Effect<void>
+  /**
+   * `emit` for many events of one company in one statement (numbered in this order); with `when`, a
+   * condition over `along`'s CTEs, they are written only if it holds (the conditional write happened).
+   */
+  emitMany(
+    companyId: number,
+    events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+    along?: Statement.Fragment,
+    when?: Statement.Fragment
+  ): Effect.Effect<void>
   /** The company's events after `after`, numbering first what has committed (so a writer reads its own events). */
   replay(companyId: number, after: number, limit: number): Effect.Effect<ReadonlyArray<EventEnvelope>>
   /** Committed, numbered events of every company, from this runner and the others. */
@@ -180,10 +188,11 @@ export class Events extends Context.Service<Events, {
       const emitMany = Effect.fnUntraced(function*(
         companyId: number,
         list: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
-        along?: Statement.Fragment
+        along?: Statement.Fragment,
+        when?: Statement.Fragment
       ) {
         if (list.length === 0 && along === undefined) return
-        yield* repo.insertMany(CompanyId.make(companyId), list, along)
+        yield* repo.insertMany(CompanyId.make(companyId), list, along, when)
         if (list.length > 0) yield* sql.afterCommit(request(companyId))
       })
 

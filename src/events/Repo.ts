@@ -3,6 +3,9 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { EventEnvelope } from "./Domain.ts"
 
+/** Events written at once from which the statement is planned for its own rows (see `insertMany`). */
+const batchPlannedFrom = 16
+
 /** Where an appended event is announced to the other runners, if anywhere. */
 export interface Notify {
   readonly channel: string
@@ -34,8 +37,16 @@ export class EventsRepo extends Context.Service<EventsRepo, {
    * writes (`along`, data-modifying CTEs such as `done AS (UPDATE …)`). Nothing is locked.
    */
   insert(companyId: CompanyId, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
-  /** `insert` for many events in one statement, in the given order. */
-  insertMany(companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment): Effect.Effect<void>
+  /**
+   * `insert` for many events in one statement, in the given order; with `when` (a condition over
+   * `along`'s CTEs) only if it holds, so an event announces a conditional write only when it happened.
+   */
+  insertMany(
+    companyId: CompanyId,
+    events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+    along?: Statement.Fragment,
+    when?: Statement.Fragment
+  ): Effect.Effect<void>
   /**
    * Numbers the company's committed, unnumbered events (in append order) after its last number,
    * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
@@ -60,17 +71,25 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           )
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
-      // Unprepared, so planned for each batch: a generic plan cached while the tables the caller's writes
-      // touch were small (the start of a broadcast) kept scanning them whole as they grew.
-      const insertMany = (companyId: CompanyId, events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>, along?: Statement.Fragment) =>
-        sql`
+      // A batch is unprepared, so planned for its own rows: a generic plan cached while the tables the caller's
+      // writes touch were small (the start of a broadcast) kept scanning them whole as they grew.
+      const insertMany = (
+        companyId: CompanyId,
+        events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+        along?: Statement.Fragment,
+        when?: Statement.Fragment
+      ) => {
+        const statement = sql`
           WITH ${along === undefined ? sql`` : sql`${along},`} e AS (
             INSERT INTO events (company_id, key, payload, created_at)
             SELECT ${companyId}, v.key, v.payload, date_trunc('milliseconds', now())
             FROM ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (key text, payload jsonb)) WITH ORDINALITY AS v(key, payload, n)
+            ${when === undefined ? sql`` : sql`WHERE ${when}`}
             ORDER BY v.n
           )
-          SELECT 1`.unprepared.pipe(Effect.asVoid, Effect.orDie)
+          SELECT 1`
+        return (events.length >= batchPlannedFrom ? statement.unprepared : statement).pipe(Effect.asVoid, Effect.orDie)
+      }
 
       // One statement (migration 0140): the check, the counter lock, the numbering and the NOTIFYs.
       const sequence = (companyId: CompanyId, notify: Notify | null) =>

@@ -1,5 +1,5 @@
 import { Cause, Clock, Context, Data, DateTime, Duration, Effect, Fiber, FiberSet, Layer, Option, Predicate, PubSub, Schema, type Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { drainBudgetMs, wallSleep } from "./Shutdown.ts"
 
@@ -125,8 +125,15 @@ export class Jobs extends Context.Service<Jobs, {
    * it ended). Work done in process with a queued job as its fallback holds the job off this way.
    */
   postpone(companyId: number, id: number, runAfter: DateTime.DateTime): Effect.Effect<boolean>
+  /**
+   * `enqueue` as a statement to embed in the caller's own (`fallback AS (…)`), inserting only where
+   * `when` holds and returning the job's `id`. No runner is woken: for a fallback found by the next poll.
+   */
+  enqueueing<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, runAfter: DateTime.DateTime, when: Statement.Fragment): Effect.Effect<Statement.Fragment>
   /** Marks a still-queued job finished without running it, in the caller's transaction if any: its work was done in process. */
   dismiss(companyId: number, id: number): Effect.Effect<void>
+  /** `dismiss` as a statement to embed in the caller's own (`dismissed AS (…)`). */
+  dismissing(companyId: number, id: number): Statement.Fragment
   /** Signals to this process's runners that there may be work. */
   readonly wake: Effect.Effect<void>
   readonly wakeups: Effect.Effect<PubSub.Subscription<void>, never, Scope.Scope>
@@ -160,12 +167,21 @@ export class Jobs extends Context.Service<Jobs, {
           Effect.orDie
         )
 
-      const dismiss = (companyId: number, id: number) =>
+      const enqueueing = <P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, runAfter: DateTime.DateTime, when: Statement.Fragment) =>
+        Effect.map(Effect.orDie(Schema.encodeEffect(kind.payload)(payload)), (encoded) =>
+          sql`
+            INSERT INTO jobs (kind, company_id, payload, run_after)
+            SELECT ${kind.name}, ${companyId}, ${json(encoded)}::jsonb, ${DateTime.toDateUtc(runAfter)} WHERE ${when}
+            RETURNING id`)
+
+      const dismissing = (companyId: number, id: number) =>
         sql`
           UPDATE jobs SET status = 'finished', finished_at = now(), updated_at = now()
-          WHERE company_id = ${companyId} AND id = ${id} AND status = 'queued'`.pipe(Effect.asVoid, Effect.orDie)
+          WHERE company_id = ${companyId} AND id = ${id} AND status = 'queued' RETURNING id`
 
-      return Jobs.of({ enqueue, postpone, dismiss, wake, wakeups: PubSub.subscribe(bus) })
+      const dismiss = (companyId: number, id: number) => dismissing(companyId, id).pipe(Effect.asVoid, Effect.orDie)
+
+      return Jobs.of({ enqueue, enqueueing, postpone, dismiss, dismissing, wake, wakeups: PubSub.subscribe(bus) })
     })
   )
 

@@ -108,8 +108,8 @@ describe.runIf(process.env.DATABASE_URL)("an automation run across a kill -9", (
       actionNode("hello", "send-message", { text: "Replayed hello." })
     ]), [trigger("message.created")])
 
-    // Admission writes the run's fallback job first, then the run row; while this transaction holds the jobs
-    // table the consumer blocks on that first write, so nothing of the run is durable when the server dies.
+    // Admission writes the run row and its fallback job in one statement; while this transaction holds the
+    // jobs table the consumer blocks on it, so nothing of the run is durable when the server dies.
     const locked = Deferred.makeUnsafe<void>()
     const release = Deferred.makeUnsafe<void>()
     const holder = onDatabase(database.url, Effect.gen(function*() {
@@ -123,17 +123,23 @@ describe.runIf(process.env.DATABASE_URL)("an automation run across a kill -9", (
     }).pipe(Effect.ignore))
     await Effect.runPromise(Deferred.await(locked))
     const received = await inbound(server as any, company.token, channelId, { from: { external_id: "lost-1", name: "Lou" }, text: "hi" })
-    await waitFor("the admission to block", async () => {
+    const blocked = await waitFor("the admission to block", async () => {
       const [row] = await onDatabase(database.url, Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        return yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM pg_stat_activity
-          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO jobs%'`
+        return yield* sql<{ pid: number }>`
+          SELECT pid FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE '%INSERT INTO automation_runs%'`
       }))
-      return row.n > 0 ? true : undefined
+      return row?.pid
     }, 20_000)
     process.kill(first.pid!, "SIGKILL")
     await first.stop(1_000)
+    // A backend waiting on a lock notices its client is gone only when it next talks to it: ended here, as
+    // the server's connection would be, so the statement never commits.
+    await onDatabase(database.url, Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`SELECT pg_terminate_backend(${blocked})`
+    }))
     await Effect.runPromise(Deferred.succeed(release, undefined))
     await holder
     await sleep(300)

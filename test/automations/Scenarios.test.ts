@@ -98,6 +98,18 @@ describe("automation runs", () => {
     const runs = await finishedRuns(server, company.token, automation.id, 2)
     const second = runs.find((r: any) => r.id !== run.id)!
     assert.deepStrictEqual(second.steps.map((s: any) => [s.node_id, s.output]), [["c", { result: false }]])
+
+    // The tag step announces what it changed, once: a run that finds the tag in place emits nothing.
+    const tagged = [{ contact: { id: contactId, tags: [{ id: vip, name: "vip" }] }, contact_id: contactId, changes: ["tags"] }]
+    const tagEvents = async () => ({
+      added: await payloadsOf(server, company.id, "tag.added"),
+      updated: (await payloadsOf(server, company.id, "contact.updated")).filter((p: any) => p.changes?.includes("tags"))
+    })
+    assert.deepStrictEqual(await tagEvents(), { added: [{ contact_id: contactId, tag_id: vip }], updated: tagged })
+    await inbound(server, company.token, channelId, { from: { external_id: "u-1", name: "Ann" }, text: "the price again?" })
+    const third = (await finishedRuns(server, company.token, automation.id, 3)).find((r: any) => r.id !== run.id && r.id !== second.id)!
+    assert.deepStrictEqual(third.steps.map((s: any) => [s.node_id, s.status]), [["c", "succeeded"], ["tag", "succeeded"], ["reply", "succeeded"]])
+    assert.deepStrictEqual(await tagEvents(), { added: [{ contact_id: contactId, tag_id: vip }], updated: tagged })
   })
 
   it("starts on each trigger event, with channel filters", async () => {
@@ -256,6 +268,9 @@ describe("automation runs", () => {
     assert.strictEqual(contact.company_name, "Acme")
     assert.isNotNull(contact.opted_out_at)
     assert.deepStrictEqual(await tagsOf(contactId), [])
+    const untagged = (await payloadsOf(server, company.id, "contact.updated")).filter((p: any) => p.changes?.includes("tags"))
+    assert.deepStrictEqual(untagged, [{ contact: { id: contactId, tags: [] }, contact_id: contactId, changes: ["tags"] }])
+    assert.deepStrictEqual(await payloadsOf(server, company.id, "tag.added"), [])
     const deals = await query<any>(server, "SELECT title, funnel_stage_id, status FROM deals WHERE contact_id = $1", [contactId])
     assert.deepStrictEqual(deals.map((d) => [d.title, Number(d.funnel_stage_id)]), [["From automation", won.id]])
     assert.notStrictEqual(open.id, won.id)
