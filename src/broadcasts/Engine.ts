@@ -31,7 +31,7 @@ const firstBatch = 32
 const maxBatch = 500
 const batchTargetMs = 400
 const batchesInFlight = 4
-/** Lanes of one run across its channels: each open channel gets its share, at least one. */
+/** Lanes of one run across its channels: each open channel gets its share, at least one (the last channel open gets them all). */
 const lanesPerRun = 8
 const parallelFrom = 256
 /** Template sends in flight per channel batch (each through its conversation's lane). */
@@ -499,7 +499,7 @@ export class RunEngine extends Context.Service<RunEngine, {
         const laneCount = new Map<number, number>()
         const laneFibers = new Set<Fiber.Fiber<void>>()
         const laneEnded = yield* Queue.sliding<void>(1)
-        let laneShare = batchesInFlight
+        let laneShare = lanesPerRun
         const startLanes = (channelId: number, want: number): Effect.Effect<void> =>
           Effect.gen(function*() {
             for (let k = laneCount.get(channelId) ?? 0; k < want; k++) {
@@ -565,7 +565,7 @@ export class RunEngine extends Context.Service<RunEngine, {
           }
           let wakeAt = nowMs + maxIdleMs
           const due: Array<{ channelId: number; n: number; slots: ReadonlyArray<number> | null }> = []
-          if (unpaced(pace)) laneShare = Math.max(1, Math.min(batchesInFlight, Math.floor(lanesPerRun / open.length)))
+          if (unpaced(pace)) laneShare = Math.max(1, Math.floor(lanesPerRun / open.length))
           for (const row of open) {
             const channelId = Number(row.channel_id)
             const pacer = pacers.get(channelId) ?? newPacer([], nowMs)
