@@ -23,7 +23,7 @@ const batchSize = 64
  * for the slowest batch of a round. A batch starts at `firstBatch` recipients and doubles after two
  * batches in a row took under `batchTargetMs` (it never shrinks: a loaded database slows every
  * batch, and smaller ones would only add round trips); a channel fast enough for batches of
- * `parallelFrom` runs `batchesInFlight` lanes. A batch is claimed (`sending`) before its provider
+ * `parallelFrom` runs its share of `lanesPerRun` lanes. A batch is claimed (`sending`) before its provider
  * calls, so on a slow provider ceiling this keeps what a crash leaves `outcome_unknown` to about a
  * second of the channel's sends.
  */
@@ -537,77 +537,78 @@ export class RunEngine extends Context.Service<RunEngine, {
           if (failure !== undefined) return yield* Effect.failCause(failure)
         })
 
+        const rounds = Effect.gen(function*() {
+          while (true) {
+            if (failure !== undefined) return yield* stopLanes
+            const status = yield* sql<{ status: string }>`SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.orDie)
+            if (status[0]?.status !== "processing") return yield* stopLanes
+            const nowMs = yield* Clock.currentTimeMillis
+            const now = new Date(nowMs)
+            // One index probe per selected channel, not a scan of the run's open recipients.
+            const open = yield* sql<{ channel_id: number }>`
+              SELECT ch AS channel_id FROM unnest(${`{${runChannels.join(",")}}`}::bigint[]) ch
+              WHERE EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'pending' AND channel_id = ch)
+                OR EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'sending' AND channel_id = ch)`.pipe(Effect.orDie)
+            if (open.length === 0) {
+              yield* stopLanes
+              yield* progress(true)
+              return yield* finish(companyId, broadcastId, runId)
+            }
+            let budget = Number.POSITIVE_INFINITY
+            let dailyWait = nowMs + maxIdleMs
+            if (dailyLimit !== null) {
+              const today = yield* sentToday(now)
+              budget = Math.max(0, dailyLimit - today.count)
+              dailyWait = Math.min(dailyWait, today.next_day.getTime())
+            }
+            let wakeAt = nowMs + maxIdleMs
+            const due: Array<{ channelId: number; n: number; slots: ReadonlyArray<number> | null }> = []
+            if (unpaced(pace)) laneShare = Math.max(1, Math.floor(lanesPerRun / open.length))
+            for (const row of open) {
+              const channelId = Number(row.channel_id)
+              const pacer = pacers.get(channelId) ?? newPacer([], nowMs)
+              pacers.set(channelId, pacer)
+              const slot = Math.max(nextSlot(pace, pacer, nowMs), idleUntil.get(channelId) ?? 0)
+              if (slot > nowMs) {
+                wakeAt = Math.min(wakeAt, slot)
+                continue
+              }
+              if (budget <= 0) {
+                wakeAt = Math.min(wakeAt, dailyWait)
+                continue
+              }
+              if (unpaced(pace) && dailyLimit === null) {
+                if ((laneCount.get(channelId) ?? 0) === 0) yield* startLanes(channelId, 1)
+                continue
+              }
+              if (unpaced(pace)) {
+                // A daily limit is counted per round, from the database: its sends go in rounds of batches.
+                const size = sizes.get(channelId) ?? firstBatch
+                for (let k = 0; k < (size >= parallelFrom ? batchesInFlight : 1) && budget > 0; k++) {
+                  const n = Math.min(size, budget)
+                  budget -= n
+                  due.push({ channelId, n, slots: null })
+                }
+                continue
+              }
+              const max = Math.min(batchSize, budget)
+              const draws = pace.jitterMaxMs > 0 ? yield* Effect.replicateEffect(Random.next, max) : []
+              const slots = planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
+              budget -= slots.length
+              due.push({ channelId, n: slots.length, slots })
+            }
+            const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) => timedBatch(channelId, n, now, slots), { concurrency: "unbounded" })
+            yield* progress(false)
+            if (claimed.every((c) => c === 0)) {
+              const after = yield* Clock.currentTimeMillis
+              // Lanes run on their own; a lane that ends wakes the loop to see whether the run is done.
+              if (wakeAt > after) yield* Effect.raceFirst(Effect.sleep(Math.min(wakeAt - after, maxIdleMs)), Queue.take(laneEnded))
+            }
+          }
+        })
         // However the drive ends (interrupted too: its entity moving, its job's lease lost), it ends after its
         // lanes' batches: the next drive of the run takes what is still `sending` for a dead driver's.
-        return yield* Effect.ensuring(Effect.gen(function*() {
-        while (true) {
-          if (failure !== undefined) return yield* stopLanes
-          const status = yield* sql<{ status: string }>`SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.orDie)
-          if (status[0]?.status !== "processing") return yield* stopLanes
-          const nowMs = yield* Clock.currentTimeMillis
-          const now = new Date(nowMs)
-          // One index probe per selected channel, not a scan of the run's open recipients.
-          const open = yield* sql<{ channel_id: number }>`
-            SELECT ch AS channel_id FROM unnest(${`{${runChannels.join(",")}}`}::bigint[]) ch
-            WHERE EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'pending' AND channel_id = ch)
-              OR EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'sending' AND channel_id = ch)`.pipe(Effect.orDie)
-          if (open.length === 0) {
-            yield* stopLanes
-            yield* progress(true)
-            return yield* finish(companyId, broadcastId, runId)
-          }
-          let budget = Number.POSITIVE_INFINITY
-          let dailyWait = nowMs + maxIdleMs
-          if (dailyLimit !== null) {
-            const today = yield* sentToday(now)
-            budget = Math.max(0, dailyLimit - today.count)
-            dailyWait = Math.min(dailyWait, today.next_day.getTime())
-          }
-          let wakeAt = nowMs + maxIdleMs
-          const due: Array<{ channelId: number; n: number; slots: ReadonlyArray<number> | null }> = []
-          if (unpaced(pace)) laneShare = Math.max(1, Math.floor(lanesPerRun / open.length))
-          for (const row of open) {
-            const channelId = Number(row.channel_id)
-            const pacer = pacers.get(channelId) ?? newPacer([], nowMs)
-            pacers.set(channelId, pacer)
-            const slot = Math.max(nextSlot(pace, pacer, nowMs), idleUntil.get(channelId) ?? 0)
-            if (slot > nowMs) {
-              wakeAt = Math.min(wakeAt, slot)
-              continue
-            }
-            if (budget <= 0) {
-              wakeAt = Math.min(wakeAt, dailyWait)
-              continue
-            }
-            if (unpaced(pace) && dailyLimit === null) {
-              if ((laneCount.get(channelId) ?? 0) === 0) yield* startLanes(channelId, 1)
-              continue
-            }
-            if (unpaced(pace)) {
-              // A daily limit is counted per round, from the database: its sends go in rounds of batches.
-              const size = sizes.get(channelId) ?? firstBatch
-              for (let k = 0; k < (size >= parallelFrom ? batchesInFlight : 1) && budget > 0; k++) {
-                const n = Math.min(size, budget)
-                budget -= n
-                due.push({ channelId, n, slots: null })
-              }
-              continue
-            }
-            const max = Math.min(batchSize, budget)
-            const draws = pace.jitterMaxMs > 0 ? yield* Effect.replicateEffect(Random.next, max) : []
-            const slots = planSlots(pace, pacer, nowMs, maxIdleMs, max, (i) => draws[i] ?? 0)
-            budget -= slots.length
-            due.push({ channelId, n: slots.length, slots })
-          }
-          const claimed = yield* Effect.forEach(due, ({ channelId, n, slots }) => timedBatch(channelId, n, now, slots), { concurrency: "unbounded" })
-          yield* progress(false)
-          if (claimed.every((c) => c === 0)) {
-            const after = yield* Clock.currentTimeMillis
-            // Lanes run on their own; a lane that ends wakes the loop to see whether the run is done.
-            if (wakeAt > after) yield* Effect.raceFirst(Effect.sleep(Math.min(wakeAt - after, maxIdleMs)), Queue.take(laneEnded))
-          }
-        }
-        }), awaitLanes)
+        return yield* Effect.ensuring(rounds, awaitLanes)
       })
 
       return RunEngine.of({ start, drive })

@@ -172,11 +172,11 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
           const accountIds = [...new Set(items.map((item) => item.contactAccountId))]
           let found = yield* threadsOf(companyId, channelId, accountIds)
           // A concurrent writer may win a conversation or thread insert; the next pass reads its row.
-          for (let pass = 0; pass < 3 && accountIds.some((id) => !found.has(id)); pass++) {
-            if (pass > 0) found = yield* threadsOf(companyId, channelId, accountIds)
+          for (let pass = 0; pass < 3; pass++) {
             const missing = accountIds.filter((id) => !found.has(id))
             if (missing.length === 0) break
             for (const row of yield* ensureThreads(companyId, channelId, channel.value.type, missing)) found.set(row.contact_account_id, row)
+            if (accountIds.some((id) => !found.has(id))) found = yield* threadsOf(companyId, channelId, accountIds)
           }
           const now = yield* Clock.currentTimeMillis
           for (const item of items) {
