@@ -5,16 +5,27 @@
  *      (rate control off, sandbox ceiling raised): recipients/s from run start to the last final
  *      status, PostgreSQL row writes per recipient (pg_stat_database tup_inserted + tup_updated +
  *      tup_deleted over the run, everything the app wrote: messages, threads, events, recipients),
- *      and the process's peak RSS growth;
- *   2. a bare loop of the engine's recipient SQL (claim a batch of 500 after the last id claimed, mark
- *      it sending, write the outcome) over the same number of rows, one batch at a time, with no sends;
+ *      and the process's peak RSS growth from the run's start to its end;
+ *   2. two bare loops without the engine (no run entity, lanes, pacing, progress), one batch of 500 at a
+ *      time, each over its own copy of the audience:
+ *      a. the recipient rows alone: claim a batch after the last id claimed (mark it sending), write the
+ *         outcome; no send, no message;
+ *      b. the engine's statements: the same claim, then `BatchOutbound.deliver` (conversations and threads
+ *         created, the sandbox called, messages, history, events and the recipients' outcomes in one
+ *         statement, the events numbered), on a second company of the same shape, so that it creates
+ *         the conversations and threads the engine's run created;
  *   3. pacing: 3 channels at 600/min for BENCH_BROADCAST_PACING_SECONDS (180): the most sends in any
  *      60 s window per channel and the share of the allowance used.
  *
  * The run's result is checked (every recipient sent, one message each) before figures are printed.
  *
  *   DATABASE_URL=postgres://…/crm_x npx tsx bench/broadcast.ts
+ *   DATABASE_URL=… node_modules/.bin/node --heap-growing-percent=25 --import tsx bench/broadcast.ts   (a V8 heap policy to compare)
  */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { CompanyId } from "../src/auth/Domain.ts"
+import { BatchOutbound } from "../src/messages/BatchOutbound.ts"
 import { createCompany, request, startServer } from "../test/support/TestServer.ts"
 import { query } from "../test/support/Sql.ts"
 
@@ -102,6 +113,7 @@ if (created.status !== 201) throw new Error(JSON.stringify(created.body))
 const runId = created.body.data.runs[0].id
 const [{ started }] = await db("SELECT started_at AS started FROM broadcast_runs WHERE id = $1", [runId])
 const run = await waitDone(runId)
+const enginePeakRss = peakRss
 const [{ last }] = await db("SELECT max(sent_at) AS last FROM broadcast_recipients WHERE run_id = $1", [runId])
 const w1 = await writes()
 const seconds = (new Date(last).getTime() - new Date(started).getTime()) / 1000
@@ -144,6 +156,84 @@ for (const channelId of bareChannels) {
   }
 }
 const bareRate = N / ((Date.now() - bareStart) / 1000)
+
+// 2b. The engine's statements, one batch at a time, on a second company of the same shape.
+const twin = await createCompany(server)
+const twinChannels: Array<number> = []
+for (let i = 0; i < 10; i++) twinChannels.push(await channel(twin.id, types[i % 2], i))
+const twinSegment = await population(twin, N, types)
+const twinDraft = await request(server, "POST", "/v1/broadcasts", {
+  token: twin.token,
+  body: {
+    name: "bench twin", is_draft: true, audience: { segmentId: twinSegment }, channels: { mode: "specific", channelIds: twinChannels },
+    content: { channels: twinChannels.map((channelId) => ({ type: "text", channelId, text: "Hello {{first_name}}" })) },
+    schedule: { mode: "now" }
+  }
+})
+if (twinDraft.status !== 201) throw new Error(JSON.stringify(twinDraft.body))
+const twinBroadcast = twinDraft.body.data.id as number
+const [{ id: twinRun }] = await db("INSERT INTO broadcast_runs (company_id, broadcast_id, status, started_at) VALUES ($1, $2, 'cancelled', now()) RETURNING id", [twin.id, twinBroadcast])
+// Each contact on the first selected channel of its account's type, as the engine's snapshot puts it.
+await db(
+  `INSERT INTO broadcast_recipients (company_id, broadcast_id, run_id, contact_id, channel_id, contact_account_id, identifier, timezone)
+   SELECT ca.company_id, $2, $3, ca.contact_id, CASE ca.channel_type WHEN $5 THEN $6::bigint ELSE $7::bigint END, ca.id, ca.external_id, 'UTC'
+   FROM contact_accounts ca WHERE ca.company_id = $1 AND ca.channel_type = ANY($4::text[]) ORDER BY ca.contact_id`,
+  [twin.id, twinBroadcast, twinRun, types, types[0], twinChannels[0], twinChannels[1]]
+)
+await db("ANALYZE broadcast_recipients")
+const sameStart = Date.now()
+await server.runInApp(Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const batches = yield* BatchOutbound
+  const companyId = CompanyId.make(twin.id)
+  for (const channelId of [twinChannels[0], twinChannels[1]]) {
+    let after = 0
+    for (;;) {
+      const claimed = yield* sql<{ id: string; contact_account_id: string; first_name: string | null }>`
+        WITH picked AS (
+          SELECT r.id FROM broadcast_recipients r
+          WHERE r.run_id = ${twinRun} AND r.status = 'pending' AND r.channel_id = ${channelId} AND r.id > ${after}
+          ORDER BY r.id LIMIT 500 FOR UPDATE SKIP LOCKED
+        ), cl AS (
+          UPDATE broadcast_recipients r SET status = 'sending', attempts = r.attempts + 1, sent_at = now()
+          FROM picked WHERE r.id = picked.id
+          RETURNING r.id, r.contact_id, r.contact_account_id
+        )
+        SELECT cl.id, cl.contact_account_id, c.first_name
+        FROM cl JOIN contacts c ON c.id = cl.contact_id AND c.company_id IS NOT DISTINCT FROM ${companyId}::bigint
+        ORDER BY cl.id`
+      if (claimed.length === 0) break
+      after = Number(claimed[claimed.length - 1].id)
+      yield* batches.deliver(
+        companyId,
+        channelId,
+        null,
+        claimed.map((r) => ({
+          key: Number(r.id),
+          contactAccountId: Number(r.contact_account_id),
+          text: `Hello ${r.first_name ?? ""}`,
+          metadata: { broadcast_id: twinBroadcast, broadcast_run_id: twinRun, broadcast_recipient_id: Number(r.id) }
+        })),
+        (results) => {
+          const outcomes = results.map((r) => r.status === "refused"
+            ? { id: r.key, status: "failed", error: r.reason, message_id: null }
+            : { id: r.key, status: r.status, error: r.error, message_id: r.messageId })
+          return sql`
+            recipient_values AS MATERIALIZED (
+              SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint)
+            ), recipient_outcomes AS (
+              UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id
+              FROM recipient_values v
+              WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'
+            )`
+        }
+      )
+    }
+  }
+}).pipe(Effect.provide(BatchOutbound.layer), Effect.orDie))
+const sameRate = N / ((Date.now() - sameStart) / 1000)
+const [{ twinSent }] = await db(`SELECT count(*) FILTER (WHERE status = 'sent')::int AS "twinSent" FROM broadcast_recipients WHERE run_id = $1`, [twinRun])
+if (twinSent !== N) throw new Error(`same-SQL loop check failed: ${twinSent} of ${N} sent`)
 
 // 3. Pacing: 3 channels at 600/min.
 const paced = await createCompany(server)
@@ -189,8 +279,9 @@ for (const ch of pacedChannels) {
 clearInterval(sampler)
 console.log(`broadcast bench (${N} recipients, ${channels.length} channels selected; recipients land on the first channel of each of ${types.length} account types)`)
 console.log(`  engine: ${engineRate.toFixed(0)} recipients/s (${seconds.toFixed(1)} s), ${((w1 - w0) / N).toFixed(1)} PostgreSQL row writes per recipient`)
-console.log(`  bare SQL loop: ${bareRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / bareRate).toFixed(2)}`)
-console.log(`  RSS: ${(rssBefore / 1e6).toFixed(0)} MB before the run, peak ${(peakRss / 1e6).toFixed(0)} MB (growth ${((peakRss - rssBefore) / 1e6).toFixed(0)} MB)`)
+console.log(`  bare loop, recipient rows only (claim, outcome): ${bareRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / bareRate).toFixed(2)}`)
+console.log(`  bare loop, the engine's statements (claim, BatchOutbound.deliver, outcome), one batch at a time: ${sameRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / sameRate).toFixed(2)}`)
+console.log(`  RSS: ${(rssBefore / 1e6).toFixed(0)} MB before the run, peak during the run ${(enginePeakRss / 1e6).toFixed(0)} MB (growth ${((enginePeakRss - rssBefore) / 1e6).toFixed(0)} MB)`)
 for (const line of pacing) console.log(`  pacing ${line}`)
 await server.close()
 process.exit(0)

@@ -53,7 +53,7 @@ export const startApp = async (ws: Workspace, options: AppOptions): Promise<AppP
   if (options.databaseUrl === undefined) delete env.DATABASE_URL
   const profDir = join(ws.dir, `prof-${options.mode}`)
   const name = `app-${options.mode}`
-  const args = ["--import", "tsx", ...(options.profile ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), "src/main.ts"]
+  const args = [...(process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== ""), "--import", "tsx", ...(options.profile ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []), "src/main.ts"]
   const app = ws.start(name, args, env)
   const base = `http://127.0.0.1:${port}`
   try {
