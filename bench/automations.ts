@@ -1,13 +1,15 @@
 /**
  * Automations under inbound load: 50 active automations in one company; every inbound message matches
- * exactly two of them, each a 3-step graph (condition → add-tag → send-message to the sandbox). Inbound
- * messages arrive through the sandbox inbound route at a rising rate (open loop). Per rate, a same-run
- * baseline first (the same load matching no automation), then the matching stage: the inbound rate
- * achieved, the latency from sending the inbound request to the finish of the last step of both runs
- * (p50 / p99, after the backlog drained) and where it went, and per inbound message the CPU of this
- * process and the database's committed transactions against the baseline's.
+ * exactly two of them, each a 3-step graph (condition → add-tag → send-message to the sandbox). The app
+ * is a child process (`node --import tsx src/main.ts`, as `npm start` runs it) on a fresh database; this
+ * process is only the load generator. Inbound messages arrive through the sandbox inbound route at a
+ * rising rate (open loop). Per rate, a same-run baseline first (the same load matching no automation),
+ * then the matching stage: the inbound rate achieved, the latency from sending the inbound request to
+ * the finish of the last step of both runs (p50 / p99, after the backlog drained) and where it went,
+ * and per inbound message the CPU of the app process and of its PostgreSQL backends and the database's
+ * committed transactions against the baseline's.
  *
- * Then the trigger evaluation alone (`TriggerIndex.match`, in process, warmed): an inbound message that
+ * Then the trigger evaluation alone (`TriggerIndex.match` in this process, on the app's client, warmed): an inbound message that
  * matches none of the 50 (50 text conditions evaluated), an event key no automation listens to, and a
  * message that matches two (includes reading the sender's contact id, one SQL query).
  *
@@ -17,12 +19,13 @@
  *   BENCH_AUTOMATION_RATES=25,50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
  *   BENCH_AUTOMATION_EVALUATIONS=20000 (per evaluation case; BENCH_AUTOMATION_RATES=0 times the evaluation alone)
  */
-import { Effect } from "effect"
+import { Effect, Layer } from "effect"
+import { AutomationContextRepo } from "../src/automations/ContextRepo.ts"
+import { AutomationsRepo } from "../src/automations/Repo.ts"
 import { TriggerIndex } from "../src/automations/Triggers.ts"
-import { runMigrations } from "../src/platform/Migrations.ts"
-import { startInProcess } from "./support/App.ts"
-import { benchDatabase, runOn, runSql } from "./support/Database.ts"
-import { runBench, sleep } from "./support/Processes.ts"
+import { createCompany, startApp } from "./support/App.ts"
+import { benchDatabase, runLikeApp, runSql } from "./support/Database.ts"
+import { cpuMsOf, runBench, sleep, workspace } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
 
 const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "25,50,100,200,300,400").split(",").map(Number).filter((r) => r > 0)
@@ -46,13 +49,12 @@ const keyword = (i: number) => `#k${String(i).padStart(2, "0")}#`
 const main = async () => {
   const { name, url, drop } = await benchDatabase(serverUrl, "crm_bench_automations")
   console.log(`bench/automations — ${machine()}, Node ${process.version}, database ${name}`)
-  await runOn(url, runMigrations)
-  const app = await startInProcess(url, "bench/automations", { webhookAllowPrivate: true })
+  const ws = workspace("bench-automations")
+  const app = await startApp(ws, { mode: "server", logLevel: process.env.BENCH_LOG_LEVEL ?? "warn", profile: false, dataDir: ws.dir, databaseUrl: url })
   try {
-    const [company] = await query<{ id: number }>(url, "INSERT INTO companies (name, plan) VALUES ('bench automations', 'business') RETURNING id::int AS id")
-    const [user] = await query<{ id: number }>(url, "INSERT INTO users (email, name) VALUES ($1, 'Bench') RETURNING id::int AS id", [`bench-auto-${Date.now()}@example.test`])
-    await query(url, "INSERT INTO memberships (company_id, user_id, role) VALUES ($1, $2, 'admin')", [company.id, user.id])
-    const token = await app.token(company.id)
+    const made = await createCompany(app)
+    const company = { id: made.companyId }
+    const token = made.token
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(app.base + path, {
         method,
@@ -127,18 +129,23 @@ const main = async () => {
       return { total, sentAt, inboundMs, achieved: total / ((performance.now() - started) / 1000) }
     }
 
-    // Load-insensitive costs beside the wall times: this process's CPU (the app and the load generator) and
-    // the database's committed transactions (each statement outside a transaction counts as one).
+    // Load-insensitive costs beside the wall times: the CPU of the app process and of its PostgreSQL
+    // backends, and the database's committed transactions (each statement outside a transaction counts as one).
     const cost = async () => {
       await sleep(1_100)
-      const cpu = process.cpuUsage()
       const [db] = await query<{ xacts: number }>(url, "SELECT xact_commit::int AS xacts FROM pg_stat_database WHERE datname = current_database()")
-      return { cpuMs: (cpu.user + cpu.system) / 1000, xacts: db.xacts }
+      return { cpuMs: cpuMsOf([app.pid]), dbCpuMs: cpuMsOf(backends), xacts: db.xacts }
     }
-    const perMessage = (from: { cpuMs: number; xacts: number }, to: { cpuMs: number; xacts: number }, n: number) =>
-      ({ cpuMs: (to.cpuMs - from.cpuMs) / n, xacts: (to.xacts - from.xacts) / n })
+    const perMessage = (from: { cpuMs: number; dbCpuMs: number; xacts: number }, to: { cpuMs: number; dbCpuMs: number; xacts: number }, n: number) =>
+      ({ cpuMs: (to.cpuMs - from.cpuMs) / n, dbCpuMs: (to.dbCpuMs - from.dbCpuMs) / n, xacts: (to.xacts - from.xacts) / n })
     const costs: Array<string> = []
 
+    // The app's PostgreSQL backends (its pool, opened by now, and its LISTEN connection), for their CPU.
+    const backends = (await query<{ pid: number }>(url, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'crm'")).map((r) => r.pid)
+    const idleFrom = await cost()
+    await sleep(5_000)
+    const idleTo = await cost()
+    console.log(`  idle (no load, after the probe): app ${((idleTo.cpuMs - idleFrom.cpuMs) / 6.1).toFixed(0)} ms CPU per second, PostgreSQL ${((idleTo.dbCpuMs - idleFrom.dbCpuMs) / 6.1).toFixed(0)} ms, ${((idleTo.xacts - idleFrom.xacts) / 6.1).toFixed(1)} transactions/s`)
     let sustained = 0
     for (const rate of RATES) {
       // The same-run baseline: the same inbound load matching no automation (the 50 conditions evaluated, no run).
@@ -164,7 +171,8 @@ const main = async () => {
       }
       const done = rows.filter((r) => r.steps >= 6)
       const runCost = perMessage(c1, await cost(), total)
-      costs.push(`  ${String(rate).padStart(9)}   cpu ms/msg ${baseCost.cpuMs.toFixed(2)} → ${runCost.cpuMs.toFixed(2)} (×${(runCost.cpuMs / baseCost.cpuMs).toFixed(2)}), ` +
+      costs.push(`  ${String(rate).padStart(9)}   app cpu ms/msg ${baseCost.cpuMs.toFixed(2)} → ${runCost.cpuMs.toFixed(2)} (×${(runCost.cpuMs / baseCost.cpuMs).toFixed(2)}), ` +
+        `PostgreSQL cpu ms/msg ${baseCost.dbCpuMs.toFixed(2)} → ${runCost.dbCpuMs.toFixed(2)}, ` +
         `db transactions/msg ${baseCost.xacts.toFixed(1)} → ${runCost.xacts.toFixed(1)} (×${(runCost.xacts / baseCost.xacts).toFixed(2)})`)
       const latencies = done.map((r) => new Date(r.last).getTime() - sentAt.get(Number(r.message_id))!)
       const last = summary(latencies)
@@ -189,7 +197,8 @@ const main = async () => {
       thread_id: 1,
       channel_id: channel.id
     })
-    const timing = await app.runInApp(Effect.gen(function*() {
+    await app.stop()
+    const timing = await runLikeApp(url, Effect.gen(function*() {
       const index = yield* TriggerIndex
       const time = Effect.fnUntraced(function*(event: ReturnType<typeof envelope>, n: number, expect: number) {
         const got = yield* index.match(event)
@@ -204,13 +213,14 @@ const main = async () => {
         unlistened: yield* time(envelope("contact.updated", { contact_id: 1 }), EVALUATIONS * 10, 0),
         two: yield* time(message(textFor(3)), 2_000, 2)
       }
-    }).pipe(Effect.provide(TriggerIndex.layer)))
+    }).pipe(Effect.provide(TriggerIndex.layer.pipe(Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer])))))
     console.log("  trigger evaluation per event (TriggerIndex.match, in process):")
     console.log(`    message.created matching none of 50 (50 conditions)   ${timing.none.toFixed(2).padStart(8)} µs`)
     console.log(`    an event key no automation listens to               ${timing.unlistened.toFixed(2).padStart(8)} µs`)
     console.log(`    message.created matching 2 (+ contact id query)      ${timing.two.toFixed(2).padStart(8)} µs`)
   } finally {
-    await app.close()
+    await app.stop()
+    await ws.cleanup()
     await drop()
   }
 }

@@ -108,7 +108,8 @@ export class Inbound extends Context.Service<Inbound, {
               thread_id: thread.id
             }])
           }
-          const flush = () => Effect.forEach(pending, ([key, payload]) => events.emit(companyId, key, payload), { discard: true })
+          const listed = () => pending.map(([key, payload]) => ({ key, payload }))
+          const flush = () => events.emitMany(companyId, listed())
 
           if (isReaction) {
             const target = yield* repo.findByExternal(companyId, channel.id, msg.reaction!.externalMessageId, null)
@@ -179,10 +180,16 @@ export class Inbound extends Context.Service<Inbound, {
               }])
             }
           }
-          yield* flush()
-          if (first) yield* autoCreateDeal(companyId, conversationId, { channelId: channel.id })
           const message = toMessage(created.row, created.attachments, yield* Clock.currentTimeMillis)
-          yield* events.emit(companyId, "message.created", createdPayload(message))
+          const messageCreated = { key: "message.created", payload: createdPayload(message) }
+          if (first) {
+            // A deal the first message opens comes between the contact's and conversation's events and the message's.
+            yield* flush()
+            yield* autoCreateDeal(companyId, conversationId, { channelId: channel.id })
+            yield* events.emitMany(companyId, [messageCreated])
+          } else {
+            yield* events.emitMany(companyId, [...listed(), messageCreated])
+          }
           return { messageId: created.row.id, conversationId, duplicate: false }
         }).pipe(sql.withTransaction, Effect.orDie)
       })

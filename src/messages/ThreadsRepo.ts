@@ -163,24 +163,28 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
 
       const ensureAccount = (companyId: CompanyId, channelType: string, externalId: string, profile: Profile) =>
         Effect.gen(function*() {
-          const existing = yield* sql<AccountRow>`
-            SELECT ${accountColumns} FROM contact_accounts
-            WHERE company_id = ${companyId} AND channel_type = ${channelType} AND external_id = ${externalId}`
+          const where = sql`company_id = ${companyId} AND channel_type = ${channelType} AND external_id = ${externalId}`
+          const refresh = profile.username !== null || profile.name !== null || profile.phone !== null || profile.profilePicture !== null
+          // The row as it was, and (in the same statement: one round trip per inbound message) the profile
+          // fields the provider sent written over it where they differ.
+          const existing = yield* (refresh
+            ? sql<AccountRow>`
+                WITH existing AS (SELECT ${accountColumns} FROM contact_accounts WHERE ${where}), refreshed AS (
+                  UPDATE contact_accounts SET
+                    username = COALESCE(${profile.username}, username),
+                    display_name = COALESCE(${profile.name}, display_name),
+                    phone = COALESCE(${profile.phone}, phone),
+                    profile_picture = COALESCE(${profile.profilePicture}, profile_picture)
+                  WHERE id = (SELECT id FROM existing) AND (
+                    username IS DISTINCT FROM COALESCE(${profile.username}, username)
+                    OR display_name IS DISTINCT FROM COALESCE(${profile.name}, display_name)
+                    OR phone IS DISTINCT FROM COALESCE(${profile.phone}, phone)
+                    OR profile_picture IS DISTINCT FROM COALESCE(${profile.profilePicture}, profile_picture))
+                )
+                SELECT * FROM existing`
+            : sql<AccountRow>`SELECT ${accountColumns} FROM contact_accounts WHERE ${where}`)
           if (existing.length > 0) {
             const row = existing[0]
-            if (profile.username !== null || profile.name !== null || profile.phone !== null || profile.profilePicture !== null) {
-              yield* sql`
-                UPDATE contact_accounts SET
-                  username = COALESCE(${profile.username}, username),
-                  display_name = COALESCE(${profile.name}, display_name),
-                  phone = COALESCE(${profile.phone}, phone),
-                  profile_picture = COALESCE(${profile.profilePicture}, profile_picture)
-                WHERE id = ${row.id} AND (
-                  username IS DISTINCT FROM COALESCE(${profile.username}, username)
-                  OR display_name IS DISTINCT FROM COALESCE(${profile.name}, display_name)
-                  OR phone IS DISTINCT FROM COALESCE(${profile.phone}, phone)
-                  OR profile_picture IS DISTINCT FROM COALESCE(${profile.profilePicture}, profile_picture))`
-            }
             return { ...row, created: false }
           }
           const name = splitName(profile.name)
@@ -212,17 +216,41 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
 
       const ensureConversation = (companyId: CompanyId, contactId: number) =>
         Effect.gen(function*() {
+          // Looked up first: almost every message is in a conversation that exists.
+          const find = sql<{ id: number }>`SELECT id FROM conversations WHERE company_id = ${companyId} AND contact_id = ${contactId}`
+          const existing = yield* find
+          if (existing.length > 0) return { id: existing[0].id, created: false }
           const inserted = yield* sql<{ id: number }>`
             INSERT INTO conversations (company_id, contact_id) VALUES (${companyId}, ${contactId})
             ON CONFLICT (company_id, contact_id) DO NOTHING RETURNING id`
           if (inserted.length > 0) return { id: inserted[0].id, created: true }
-          const [row] = yield* sql<{ id: number }>`
-            SELECT id FROM conversations WHERE company_id = ${companyId} AND contact_id = ${contactId}`
+          // A concurrent writer created it after the lookup; this statement's snapshot sees its commit.
+          const [row] = yield* find
           return { id: row.id, created: false }
         }).pipe(Effect.orDie)
 
       const ensureThread: ThreadsRepo["Service"]["ensureThread"] = (companyId, t) =>
         Effect.gen(function*() {
+          const find = t.group
+            ? sql<{ id: number; conversation_id: number; external_thread_id: string | null }>`
+                SELECT id, conversation_id, external_thread_id FROM threads
+                WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND external_thread_id = ${t.externalThreadId} AND is_group`
+            : sql<{ id: number; conversation_id: number; external_thread_id: string | null }>`
+                SELECT id, conversation_id, external_thread_id FROM threads
+                WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND contact_account_id = ${t.accountId} AND NOT is_group`
+          const existing = (sel: ReadonlyArray<{ id: number; conversation_id: number; external_thread_id: string | null }>) =>
+            Effect.gen(function*() {
+              const row = sel[0]
+              if (!t.group && t.externalThreadId !== null && row.external_thread_id !== t.externalThreadId) {
+                yield* sql`
+                  UPDATE threads SET external_thread_id = ${t.externalThreadId}
+                  WHERE id = ${row.id} AND external_thread_id IS DISTINCT FROM ${t.externalThreadId}`
+              }
+              return { id: row.id, conversation_id: row.conversation_id, created: false }
+            })
+          // Looked up first: almost every message is on a thread that exists.
+          const found = yield* find
+          if (found.length > 0) return yield* existing(found)
           const inserted = yield* (t.group
             ? sql<{ id: number; conversation_id: number }>`
                 INSERT INTO threads (company_id, conversation_id, channel_id, contact_account_id, external_thread_id, is_group)
@@ -235,19 +263,8 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
                 ON CONFLICT (channel_id, contact_account_id) WHERE NOT is_group DO NOTHING
                 RETURNING id, conversation_id`)
           if (inserted.length > 0) return { ...inserted[0], created: true }
-          const [row] = yield* (t.group
-            ? sql<{ id: number; conversation_id: number }>`
-                SELECT id, conversation_id FROM threads
-                WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND external_thread_id = ${t.externalThreadId} AND is_group`
-            : sql<{ id: number; conversation_id: number }>`
-                SELECT id, conversation_id FROM threads
-                WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND contact_account_id = ${t.accountId} AND NOT is_group`)
-          if (!t.group && t.externalThreadId !== null) {
-            yield* sql`
-              UPDATE threads SET external_thread_id = ${t.externalThreadId}
-              WHERE id = ${row.id} AND external_thread_id IS DISTINCT FROM ${t.externalThreadId}`
-          }
-          return { ...row, created: false }
+          // A concurrent writer created it after the lookup; this statement's snapshot sees its commit.
+          return yield* existing(yield* find)
         }).pipe(Effect.orDie)
 
       const groupThread = (companyId: CompanyId, channelId: number, externalThreadId: string) =>
@@ -259,14 +276,13 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
         )
 
       const touchInbound = (companyId: CompanyId, threadId: number, conversationId: number, at: Date) =>
-        Effect.all([
-          sql`
+        sql`
+          WITH touched AS (
             UPDATE threads SET last_inbound_at = GREATEST(last_inbound_at, ${at}::timestamptz), updated_at = now()
-            WHERE company_id = ${companyId} AND id = ${threadId}`,
-          sql`
-            UPDATE conversations SET last_message_at = GREATEST(last_message_at, ${at}::timestamptz), updated_at = now()
-            WHERE company_id = ${companyId} AND id = ${conversationId}`
-        ], { concurrency: 1, discard: true }).pipe(Effect.orDie)
+            WHERE company_id = ${companyId} AND id = ${threadId}
+          )
+          UPDATE conversations SET last_message_at = GREATEST(last_message_at, ${at}::timestamptz), updated_at = now()
+          WHERE company_id = ${companyId} AND id = ${conversationId}`.pipe(Effect.asVoid, Effect.orDie)
 
       return ThreadsRepo.of({
         channel,
