@@ -88,7 +88,7 @@ export class Inbound extends Context.Service<Inbound, {
             })
           }
           const conversationId = thread.conversation_id
-          yield* threads.touchInbound(companyId, thread.id, conversationId, msg.timestamp)
+          const { first } = yield* threads.touchInbound(companyId, thread.id, conversationId, msg.timestamp)
 
           const pending: Array<readonly [string, unknown]> = []
           if (account.created) {
@@ -131,7 +131,6 @@ export class Inbound extends Context.Service<Inbound, {
             }
           }
 
-          const first = !(yield* repo.hasMessages(companyId, conversationId))
           const quoted = msg.quotedExternalMessageId === null
             ? Option.none()
             : yield* repo.findByExternal(companyId, channel.id, msg.quotedExternalMessageId, null)

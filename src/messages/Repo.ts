@@ -194,7 +194,6 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
   }): Effect.Effect<{ readonly reaction: Reaction; readonly replaced: boolean }>
   removeOutboundReaction(companyId: CompanyId, messageId: number, channelId: number): Effect.Effect<Option.Option<Reaction>>
   setInboundReaction(companyId: CompanyId, messageId: number, channelId: number, accountId: number, reaction: string | null): Effect.Effect<{ readonly removed: boolean; readonly reaction: Reaction | null }>
-  hasMessages(companyId: CompanyId, conversationId: number): Effect.Effect<boolean>
   optOut(companyId: CompanyId, contactId: number): Effect.Effect<Option.Option<Date>>
   isMember(companyId: CompanyId, userId: number): Effect.Effect<boolean>
   /** Serializes writers of one (channel, external id) for the rest of the transaction. */
@@ -513,13 +512,6 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
           return { removed: false, reaction: toReaction(row) }
         }).pipe(Effect.orDie)
 
-      const hasMessages = (companyId: CompanyId, conversationId: number) =>
-        sql<{ found: boolean }>`
-          SELECT EXISTS (SELECT 1 FROM messages WHERE company_id = ${companyId} AND conversation_id = ${conversationId}) AS found`.pipe(
-          Effect.map((rows) => rows[0].found),
-          Effect.orDie
-        )
-
       const optOut = (companyId: CompanyId, contactId: number) =>
         sql<{ opted_out_at: Date }>`
           UPDATE contacts SET opted_out_at = now(), updated_at = now()
@@ -555,7 +547,6 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         setOutboundReaction,
         removeOutboundReaction,
         setInboundReaction,
-        hasMessages,
         optOut,
         isMember,
         lockExternal

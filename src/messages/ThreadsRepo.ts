@@ -69,7 +69,11 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
     readonly group: boolean
   }): Effect.Effect<{ readonly id: number; readonly conversation_id: number; readonly created: boolean }>
   groupThread(companyId: CompanyId, channelId: number, externalThreadId: string): Effect.Effect<Option.Option<{ readonly id: number; readonly conversation_id: number }>>
-  touchInbound(companyId: CompanyId, threadId: number, conversationId: number, at: Date): Effect.Effect<void>
+  /**
+   * Moves the thread's customer window and the conversation's last activity to an inbound message at
+   * `at`, before it is stored; answers whether the conversation had no message until then.
+   */
+  touchInbound(companyId: CompanyId, threadId: number, conversationId: number, at: Date): Effect.Effect<{ readonly first: boolean }>
 }>()("crm/messages/ThreadsRepo") {
   static readonly layer = Layer.effect(
     ThreadsRepo,
@@ -276,13 +280,18 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
         )
 
       const touchInbound = (companyId: CompanyId, threadId: number, conversationId: number, at: Date) =>
-        sql`
+        sql<{ first: boolean }>`
           WITH touched AS (
             UPDATE threads SET last_inbound_at = GREATEST(last_inbound_at, ${at}::timestamptz), updated_at = now()
             WHERE company_id = ${companyId} AND id = ${threadId}
+          ), moved AS (
+            UPDATE conversations SET last_message_at = GREATEST(last_message_at, ${at}::timestamptz), updated_at = now()
+            WHERE company_id = ${companyId} AND id = ${conversationId}
           )
-          UPDATE conversations SET last_message_at = GREATEST(last_message_at, ${at}::timestamptz), updated_at = now()
-          WHERE company_id = ${companyId} AND id = ${conversationId}`.pipe(Effect.asVoid, Effect.orDie)
+          SELECT NOT EXISTS (SELECT 1 FROM messages WHERE company_id = ${companyId} AND conversation_id = ${conversationId}) AS first`.pipe(
+          Effect.map((rows) => ({ first: rows[0].first })),
+          Effect.orDie
+        )
 
       return ThreadsRepo.of({
         channel,
