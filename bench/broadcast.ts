@@ -28,6 +28,7 @@ import { CompanyId } from "../src/auth/Domain.ts"
 import { BatchOutbound } from "../src/messages/BatchOutbound.ts"
 import { createCompany, request, startServer } from "../test/support/TestServer.ts"
 import { query } from "../test/support/Sql.ts"
+import { autovacuumWarning } from "./support/Database.ts"
 
 process.env.LOG_LEVEL ??= "warn"
 process.env.SANDBOX_SENDS_PER_SECOND ??= "1000000"
@@ -38,6 +39,8 @@ if (!process.env.DATABASE_URL) {
   process.exit(0)
 }
 
+const vacuumWarning = await autovacuumWarning(process.env.DATABASE_URL)
+if (vacuumWarning !== null) console.log(`  warning: ${vacuumWarning}`)
 const server = await startServer({ rateLimitPerWindow: 1_000_000_000 } as any)
 const db = (text: string, params: ReadonlyArray<unknown> = []) => query(server, text, params).then((rows) => [...rows] as Array<any>)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -277,6 +280,7 @@ for (const ch of pacedChannels) {
 }
 
 clearInterval(sampler)
+if (vacuumWarning !== null) console.log(`  warning: ${vacuumWarning}`)
 console.log(`broadcast bench (${N} recipients, ${channels.length} channels selected; recipients land on the first channel of each of ${types.length} account types)`)
 console.log(`  engine: ${engineRate.toFixed(0)} recipients/s (${seconds.toFixed(1)} s), ${((w1 - w0) / N).toFixed(1)} PostgreSQL row writes per recipient`)
 console.log(`  bare loop, recipient rows only (claim, outcome): ${bareRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / bareRate).toFixed(2)}`)
