@@ -82,6 +82,39 @@ describe("inbound ingestion", () => {
     assert.strictEqual((await payloadsOf(server, a.id, "conversation.created")).length, 1)
   })
 
+  it("refreshes the account's profile from a later message, keeping what the message leaves out", async () => {
+    const a = await createCompany(server)
+    const channel = await createChannel(server, a.token, "msgr_b")
+    const external = unique("tg")
+    await inbound(server, a.token, channel, { from: { external_id: external, name: "Old Name", username: "old_user" }, text: "one" })
+    await inbound(server, a.token, channel, { from: { external_id: external, name: "New Name" }, text: "two" })
+    const account = async () =>
+      (await query<any>(server, "SELECT display_name, username FROM contact_accounts WHERE company_id = $1 AND external_id = $2", [a.id, external]))[0]
+    assert.deepStrictEqual(await account(), { display_name: "New Name", username: "old_user" })
+    await inbound(server, a.token, channel, { from: { external_id: external }, text: "three" })
+    assert.deepStrictEqual(await account(), { display_name: "New Name", username: "old_user" })
+  })
+
+  it("gives a new sender's concurrent first messages one contact, one conversation and one thread", async () => {
+    const a = await createCompany(server)
+    const channel = await createChannel(server, a.token, "msgr_b")
+    const from = { external_id: unique("tg"), name: "Burst" }
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => inbound(server, a.token, channel, { from, text: `m${i}` })))
+    assert.strictEqual(new Set(results.map((r) => r.conversation_id)).size, 1)
+    const [counts] = await query<any>(
+      server,
+      `SELECT (SELECT count(*)::int FROM contact_accounts WHERE company_id = $1 AND external_id = $2) AS accounts,
+         (SELECT count(*)::int FROM contacts WHERE company_id = $1) AS contacts,
+         (SELECT count(*)::int FROM conversations WHERE company_id = $1) AS conversations,
+         (SELECT count(*)::int FROM threads WHERE company_id = $1) AS threads,
+         (SELECT count(*)::int FROM messages WHERE company_id = $1) AS messages`,
+      [a.id, from.external_id]
+    )
+    assert.deepStrictEqual(counts, { accounts: 1, contacts: 1, conversations: 1, threads: 1, messages: 6 })
+    assert.strictEqual((await payloadsOf(server, a.id, "conversation.created")).length, 1)
+    assert.strictEqual((await payloadsOf(server, a.id, "contact.created")).length, 1)
+  })
+
   it("deduplicates by the provider's message id on the channel", async () => {
     const a = await createCompany(server)
     const channel = await createChannel(server, a.token, "msgr_b")
