@@ -129,6 +129,8 @@ const main = async () => {
       return { total, sentAt, inboundMs, achieved: total / ((performance.now() - started) / 1000) }
     }
 
+    // The app's PostgreSQL backends (its pool, opened by now, and its LISTEN connection), for their CPU.
+    const backends = (await query<{ pid: number }>(url, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'crm'")).map((r) => r.pid)
     // Load-insensitive costs beside the wall times: the CPU of the app process and of its PostgreSQL
     // backends, and the database's committed transactions (each statement outside a transaction counts as one).
     const cost = async () => {
@@ -140,8 +142,6 @@ const main = async () => {
       ({ cpuMs: (to.cpuMs - from.cpuMs) / n, dbCpuMs: (to.dbCpuMs - from.dbCpuMs) / n, xacts: (to.xacts - from.xacts) / n })
     const costs: Array<string> = []
 
-    // The app's PostgreSQL backends (its pool, opened by now, and its LISTEN connection), for their CPU.
-    const backends = (await query<{ pid: number }>(url, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'crm'")).map((r) => r.pid)
     const idleFrom = await cost()
     await sleep(5_000)
     const idleTo = await cost()

@@ -185,10 +185,8 @@ export class Inbound extends Context.Service<Inbound, {
             // A deal the first message opens comes between the contact's and conversation's events and the message's.
             yield* flush()
             yield* autoCreateDeal(companyId, conversationId, { channelId: channel.id })
-            yield* events.emitMany(companyId, [messageCreated])
-          } else {
-            yield* events.emitMany(companyId, [...listed(), messageCreated])
           }
+          yield* events.emitMany(companyId, [...(first ? [] : listed()), messageCreated])
           return { messageId: created.row.id, conversationId, duplicate: false }
         }).pipe(sql.withTransaction, Effect.orDie)
       })

@@ -235,14 +235,15 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
 
       const ensureThread: ThreadsRepo["Service"]["ensureThread"] = (companyId, t) =>
         Effect.gen(function*() {
+          type Found = { id: number; conversation_id: number; external_thread_id: string | null }
           const find = t.group
-            ? sql<{ id: number; conversation_id: number; external_thread_id: string | null }>`
+            ? sql<Found>`
                 SELECT id, conversation_id, external_thread_id FROM threads
                 WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND external_thread_id = ${t.externalThreadId} AND is_group`
-            : sql<{ id: number; conversation_id: number; external_thread_id: string | null }>`
+            : sql<Found>`
                 SELECT id, conversation_id, external_thread_id FROM threads
                 WHERE company_id = ${companyId} AND channel_id = ${t.channelId} AND contact_account_id = ${t.accountId} AND NOT is_group`
-          const existing = (sel: ReadonlyArray<{ id: number; conversation_id: number; external_thread_id: string | null }>) =>
+          const existing = (sel: ReadonlyArray<Found>) =>
             Effect.gen(function*() {
               const row = sel[0]
               if (!t.group && t.externalThreadId !== null && row.external_thread_id !== t.externalThreadId) {
