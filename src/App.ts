@@ -31,6 +31,7 @@ import { RealtimeLayer } from "./realtime/Realtime.ts"
 import { PbxFromConfig } from "./telephony/Kamailio.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
 import { AutomationEntities } from "../cluster/AutomationHandlers.ts"
+import { HeapPolicyLayer } from "./platform/HeapPolicy.ts"
 import { AutomationStarterLayer } from "../cluster/AutomationStarterLayer.ts"
 import { Runs } from "./automations/Runs.ts"
 import { AutomationsRepo } from "./automations/Repo.ts"
@@ -88,6 +89,7 @@ export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),
+    Layer.provideMerge(HeapPolicyLayer),
     Layer.provideMerge(config),
     Layer.provide(LoggingLayer)
   )

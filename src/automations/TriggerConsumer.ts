@@ -116,20 +116,25 @@ export const AutomationTriggersLayer = Layer.effectDiscard(Effect.gen(function*(
   })
 
   const live = Effect.gen(function*() {
-    const event = yield* PubSub.take(subscription)
-    const companyId = Number(event.company_id)
-    const seq = Number(event.seq)
-    const track = trackOf(companyId)
-    track.inflight.add(seq)
-    if (seq > track.seen) track.seen = seq
-    yield* slots.take(1)
-    yield* handle(event).pipe(
-      Effect.ensuring(Effect.andThen(slots.release(1), Effect.sync(() => {
-        track.inflight.delete(seq)
+    for (const event of yield* PubSub.takeAll(subscription)) {
+      const companyId = Number(event.company_id)
+      const seq = Number(event.seq)
+      const track = trackOf(companyId)
+      if (seq > track.seen) track.seen = seq
+      if (!index.mayStart(event)) {
         track.dirty = true
-      }))),
-      Effect.forkIn(scope)
-    )
+        continue
+      }
+      track.inflight.add(seq)
+      yield* slots.take(1)
+      yield* handle(event).pipe(
+        Effect.ensuring(Effect.andThen(slots.release(1), Effect.sync(() => {
+          track.inflight.delete(seq)
+          track.dirty = true
+        }))),
+        Effect.forkIn(scope)
+      )
+    }
   })
 
   yield* Effect.forkScoped(Effect.forever(live))

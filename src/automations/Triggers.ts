@@ -94,6 +94,12 @@ export const factsFrom = (
 export class TriggerIndex extends Context.Service<TriggerIndex, {
   /** The runs an event starts (conditions evaluated; the costly facts read only when a condition asks). */
   match(event: EventEnvelope): Effect.Effect<ReadonlyArray<StartRequest>>
+  /**
+   * False when the event certainly starts no run, decided at once from the index in memory (its key
+   * triggers nothing in its company), so that most events cost the consumer no effect. An event that
+   * changes a company's automations drops its index here, as `match` does, and starts nothing.
+   */
+  mayStart(event: EventEnvelope): boolean
   /** Drops a company's index so its next event reads it again. */
   invalidate(companyId: number): void
 }>()("crm/automations/TriggerIndex") {
@@ -215,7 +221,17 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
         return index !== undefined ? matchIn(event, index) : Effect.flatMap(load(companyNumber), (loaded) => matchIn(event, loaded))
       }
 
-      return TriggerIndex.of({ match, invalidate: (companyId) => void companies.delete(companyId) })
+      const mayStart = (event: EventEnvelope): boolean => {
+        if (publishKeys.has(event.event)) {
+          companies.delete(Number(event.company_id))
+          return false
+        }
+        if (!triggerKeys.has(event.event)) return false
+        const index = companies.get(Number(event.company_id))
+        return index === undefined || (index.get(event.event)?.length ?? 0) > 0
+      }
+
+      return TriggerIndex.of({ match, mayStart, invalidate: (companyId) => void companies.delete(companyId) })
     })
   ).pipe(Layer.provide([AutomationsRepo.layer, AutomationContextRepo.layer]))
 }

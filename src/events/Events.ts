@@ -19,6 +19,14 @@ interface Notice {
   readonly e?: EventEnvelope
 }
 
+/**
+ * Events emitted at once from which they are numbered as they are written (`EventsRepo.appendNumbered`:
+ * one write each, and no read back of their payloads) instead of by the sequencer after commit. Only
+ * batch writers reach it; a request's few events stay off the counter lock, which would queue a
+ * company's concurrent requests behind each other's commits.
+ */
+const numberedFrom = 16
+
 /** How long a committed event may wait unnumbered (its runner died before numbering it) before the sweep numbers it. */
 const sweepAfterMs = 1_000
 
@@ -33,6 +41,9 @@ export class Events extends Context.Service<Events, {
   /**
    * `emit` for many events of one company in one statement (numbered in this order); with `when`, a
    * condition over `along`'s CTEs, they are written only if it holds (the conditional write happened).
+   * A batch (`numberedFrom` events, no `when`) is numbered as it is written: `along` runs as its own
+   * statement, then the events under the company's counter lock, in a transaction (a savepoint in the
+   * caller's), so a caller's transaction must end soon after.
    */
   emitMany(
     companyId: number,
@@ -62,19 +73,34 @@ export class Events extends Context.Service<Events, {
       // the log; each is published once and in order, a gap being read from the log first.
       const published = new Map<number, number>()
       const gate = yield* Semaphore.make(1)
+      const deliverEach = (events: ReadonlyArray<EventEnvelope>): Effect.Effect<void> =>
+        Effect.forEach(events, (event) =>
+          Effect.gen(function*() {
+            const companyId = Number(event.company_id)
+            const seq = Number(event.seq)
+            const last = published.get(companyId) ?? 0
+            if (seq <= last) return
+            if (seq > last + 1) yield* readBack(companyId, seq - 1)
+            published.set(companyId, seq)
+            yield* PubSub.publish(bus, event)
+          }), { discard: true })
+      // The usual case, events that follow what was published, is one publish: a batch's hundreds of
+      // events make no effect each, which would outlive young collections while the gate is held.
       const deliver = (events: ReadonlyArray<EventEnvelope>): Effect.Effect<void> =>
-        !crossNode ? PubSub.publishAll(bus, events).pipe(Effect.asVoid) : gate.withPermits(1)(
-          Effect.forEach(events, (event) =>
-            Effect.gen(function*() {
-              const companyId = Number(event.company_id)
-              const seq = Number(event.seq)
-              const last = published.get(companyId) ?? 0
-              if (seq <= last) return
-              if (seq > last + 1) yield* readBack(companyId, seq - 1)
-              published.set(companyId, seq)
-              yield* PubSub.publish(bus, event)
-            }), { discard: true })
-        )
+        gate.withPermits(1)(Effect.suspend(() => {
+          const next: Array<EventEnvelope> = []
+          for (let i = 0; i < events.length; i++) {
+            const event = events[i]
+            const companyId = Number(event.company_id)
+            const seq = Number(event.seq)
+            const last = published.get(companyId) ?? 0
+            if (seq <= last) continue
+            if (seq > last + 1) return Effect.andThen(PubSub.publishAll(bus, next), deliverEach(events.slice(i)))
+            published.set(companyId, seq)
+            next.push(event)
+          }
+          return next.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(bus, next))
+        }))
       /** Publishes the company's logged events after the last one published, up to `upTo`. */
       const readBack = (companyId: number, upTo: number): Effect.Effect<void> =>
         Effect.gen(function*() {
@@ -91,11 +117,12 @@ export class Events extends Context.Service<Events, {
           }
         })
 
+      // Companies that have events when this runner starts count as published up to now; one created
+      // later starts at 0.
+      for (const head of yield* repo.heads) published.set(Number(head.company_id), Number(head.event_seq))
+
       if (crossNode) {
         const pg = yield* PgClient.PgClient
-        // Companies that have events when this runner starts count as published up to now; one created
-        // later starts at 0.
-        for (const head of yield* repo.heads) published.set(Number(head.company_id), Number(head.event_seq))
         let failures = 0
         const handle = (payload: string) =>
           Effect.gen(function*() {
@@ -192,6 +219,22 @@ export class Events extends Context.Service<Events, {
         when?: Statement.Fragment
       ) {
         if (list.length === 0 && along === undefined) return
+        if (list.length >= numberedFrom && when === undefined) {
+          // The companion writes first, so that the counter lock is held only for the events and the commit.
+          const appended = yield* Effect.gen(function*() {
+            if (along !== undefined) yield* sql`WITH ${along} SELECT 1`.unprepared
+            return yield* repo.appendNumbered(CompanyId.make(companyId), list, notify)
+          }).pipe(sql.withTransaction, Effect.orDie)
+          const occurredAt = appended.at.toISOString()
+          const envelopes = list.map((e, i): EventEnvelope => ({
+            seq: appended.first + i,
+            event: e.key,
+            company_id: companyId,
+            occurred_at: occurredAt,
+            data: e.payload
+          }))
+          return yield* sql.afterCommit(deliver(envelopes))
+        }
         yield* repo.insertMany(CompanyId.make(companyId), list, along, when)
         if (list.length > 0) yield* sql.afterCommit(request(companyId))
       })

@@ -48,6 +48,18 @@ export class EventsRepo extends Context.Service<EventsRepo, {
     when?: Statement.Fragment
   ): Effect.Effect<void>
   /**
+   * Appends many events already numbered, after the company's last number, in the given order: one
+   * write per event where `insertMany` plus `sequence` make two. It takes the counter lock, which is
+   * held until the caller's transaction ends, so it must be the transaction's last statement (the
+   * numbers stay gapless and become visible in order). With `notify`, the other runners are told at
+   * commit. Answers the first number and the events' time.
+   */
+  appendNumbered(
+    companyId: CompanyId,
+    events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+    notify: Notify | null
+  ): Effect.Effect<{ readonly first: number; readonly at: Date }>
+  /**
    * Numbers the company's committed, unnumbered events (in append order) after its last number,
    * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
    * (the counter row is locked first), so numbers are gapless and never handed out twice.
@@ -91,6 +103,29 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         return (events.length >= batchPlannedFrom ? statement.unprepared : statement).pipe(Effect.asVoid, Effect.orDie)
       }
 
+      const appendNumbered = (
+        companyId: CompanyId,
+        events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
+        notify: Notify | null
+      ) =>
+        sql<{ first: string; at: Date }>`
+          WITH bumped AS (
+            UPDATE companies SET event_seq = event_seq + ${events.length} WHERE id = ${companyId}
+            RETURNING event_seq - ${events.length} AS base, date_trunc('milliseconds', now()) AS at
+          ), e AS (
+            INSERT INTO events (company_id, seq, key, payload, created_at)
+            SELECT ${companyId}, b.base + v.n, v.key, v.payload, b.at
+            FROM bumped b, ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (key text, payload jsonb)) WITH ORDINALITY AS v(key, payload, n)
+          )
+          SELECT (base + 1)::text AS first, at,
+            CASE WHEN ${notify?.channel ?? null}::text IS NOT NULL
+              THEN pg_notify(${notify?.channel ?? null}::text, json_build_object('n', ${notify?.node ?? null}::text, 'c', ${companyId}::bigint, 'i', base + ${events.length})::text)
+            END AS notified
+          FROM bumped`.unprepared.pipe(
+          Effect.flatMap((rows) => rows.length === 1 ? Effect.succeed({ first: Number(rows[0].first), at: rows[0].at }) : Effect.die(new Error(`company ${companyId} not found`))),
+          Effect.orDie
+        )
+
       // One statement (migration 0140): the check, the counter lock, the numbering and the NOTIFYs.
       const sequence = (companyId: CompanyId, notify: Notify | null) =>
         sql<EventRow>`
@@ -116,7 +151,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
           SELECT id, company_id, seq, key, payload, created_at FROM events
           WHERE company_id = ${companyId} AND seq > ${after}
           ORDER BY seq LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map(toEnvelope)), Effect.orDie)
-      return EventsRepo.of({ insert, insertMany, sequence, unsequenced, heads, after })
+      return EventsRepo.of({ insert, insertMany, appendNumbered, sequence, unsequenced, heads, after })
     })
   )
 }

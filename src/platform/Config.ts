@@ -86,6 +86,8 @@ export interface AppConfigShape {
   /** The sender: an E.164 number, or a Messaging Service SID (`MG…`). */
   readonly twilioFrom: string
   readonly twilioApiBase: string
+  /** The old generation may grow this much past the live heap before a full collection (see `HeapPolicy.ts`); 0: V8's own policy. */
+  readonly heapGrowingPercent: number
 }
 
 const config = Config.all({
@@ -144,7 +146,8 @@ const config = Config.all({
   twilioAccountSid: Config.option(Config.String("TWILIO_ACCOUNT_SID")),
   twilioAuthToken: Config.option(Config.Redacted("TWILIO_AUTH_TOKEN")),
   twilioFrom: Config.String("TWILIO_FROM").pipe(Config.withDefault("")),
-  twilioApiBase: Config.String("TWILIO_API_BASE").pipe(Config.withDefault("https://api.twilio.com"))
+  twilioApiBase: Config.String("TWILIO_API_BASE").pipe(Config.withDefault("https://api.twilio.com")),
+  heapGrowingPercent: Config.Int("HEAP_GROWING_PERCENT").pipe(Config.withDefault(50))
 })
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("crm/platform/AppConfig") {

@@ -343,6 +343,20 @@ describe("automation runs", () => {
     assert.strictEqual((await runsOf(server, company.token, automation.id)).length, 2)
   })
 
+  it("starts on the first event after activation in a company whose earlier events found nothing to start", async () => {
+    const company = await createCompany(server)
+    const channelId = await createChannel(server, company.token, "msgr_b")
+    // The company's trigger index is read here, empty: its events are passed over without a look at the database.
+    await inbound(server, company.token, channelId, { from: { external_id: "q-1", name: "Q" }, text: "before" })
+    await sleep(300)
+    const automation = await activeAutomation(server, company.token, chain([actionNode("n", "notify-user", { user_id: company.admin.id, message: "x" })]), [trigger("message.created")])
+    await inbound(server, company.token, channelId, { from: { external_id: "q-2", name: "R" }, text: "after" })
+    const [run] = await finishedRuns(server, company.token, automation.id)
+    assert.strictEqual(run.status, "succeeded")
+    await sleep(300)
+    assert.strictEqual((await runsOf(server, company.token, automation.id)).length, 1)
+  })
+
   it("starts at most 10 runs per contact and hour; the rest are logged as cancelled", async () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, PubSub } from "effect"
+import { Context, Effect, Layer, PubSub } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { Events } from "../../src/events/Events.ts"
@@ -90,6 +90,59 @@ describe("GET /v1/events", () => {
     assert.deepStrictEqual(seqOf.map((r) => Number(r.seq)), range(base + 1, 3))
     const items = (await replay(a.token, `?after=${base}`)).body.data.items as ReadonlyArray<Envelope>
     assert.deepStrictEqual(seqs(items), range(base + 1, 3))
+  })
+
+  it("numbers a batch as it writes it: gapless among concurrent writers, each event delivered once in order here and on another runner, a rolled-back batch taking no number", async () => {
+    const a = await createCompany(server)
+    const crossNode = process.env.DATABASE_URL !== undefined
+    const total = 40 + 10 + 25 + 20
+    const base = ((await replay(a.token)).body.data.next_after as number) + (crossNode ? 1 : 0)
+    const got = await server.runInApp(Effect.scoped(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const here = yield* Events
+      // A second runner's event service in this process (its own node id and LISTEN), in server mode.
+      const other = crossNode ? Context.get(yield* Layer.build(Layer.fresh(Events.layer)), Events) : null
+      const subHere = yield* here.subscribe
+      const subOther = other === null ? null : yield* other.subscribe
+      if (subOther !== null) {
+        // Once the other runner has an event, it listens: what follows reaches it by notice, not by its start-up read.
+        yield* sql.withTransaction(here.emit(a.id, "contact.created", { probe: true }))
+        while (Number((yield* PubSub.take(subOther)).company_id) !== a.id);
+      }
+      const batch = (tag: string, n: number) => here.emitMany(a.id, range(0, n).map((i) => ({ key: "contact.updated", payload: { tag, i } })))
+      yield* Effect.all([
+        batch("b1", 40),
+        ...range(0, 10).map((i) => sql.withTransaction(here.emit(a.id, "contact.created", { single: i }))),
+        batch("b2", 25),
+        sql.withTransaction(Effect.andThen(batch("rolled", 30), Effect.fail("rollback"))).pipe(Effect.ignore)
+      ], { concurrency: "unbounded", discard: true })
+      // Last and alone: nothing after it announces it to the other runner, only its own notice.
+      yield* batch("b3", 20)
+      const collect = (sub: PubSub.Subscription<Envelope>) =>
+        Effect.gen(function*() {
+          const out: Array<Envelope> = []
+          while (out.length < total) {
+            const event = yield* PubSub.take(sub)
+            if (Number(event.company_id) === a.id && (event.data as { probe?: boolean }).probe !== true) out.push(event)
+          }
+          return out
+        }).pipe(Effect.timeout("10 seconds"))
+      return { here: yield* collect(subHere), other: subOther === null ? null : yield* collect(subOther) }
+    }) as Effect.Effect<{ here: Array<Envelope>; other: Array<Envelope> | null }, unknown, never>))
+
+    const items = (await replay(a.token, `?after=${base}&limit=200`)).body.data.items as ReadonlyArray<Envelope>
+    assert.deepStrictEqual(seqs(items), range(base + 1, total))
+    assert.isFalse(items.some((e) => e.data.tag === "rolled"))
+    // Each batch holds consecutive numbers, in its own order.
+    for (const [tag, n] of [["b1", 40], ["b2", 25], ["b3", 20]] as const) {
+      const own = items.filter((e) => e.data.tag === tag)
+      assert.deepStrictEqual(own.map((e) => e.data.i), range(0, n))
+      assert.deepStrictEqual(seqs(own), range(own[0].seq, n))
+    }
+    assert.sameMembers(items.filter((e) => e.event === "contact.created").map((e) => e.data.single), range(0, 10))
+    const wire = (list: ReadonlyArray<Envelope>) => list.map((e) => [e.seq, e.event, e.occurred_at, e.data])
+    assert.deepStrictEqual(wire(got.here), wire(items))
+    if (got.other !== null) assert.deepStrictEqual(wire(got.other), wire(items))
   })
 
   it("pages with after and limit, and answers an empty page past the end", async () => {
