@@ -18,6 +18,7 @@
  *   DATABASE_URL=postgres://… npx tsx bench/automations.ts       a fresh database on that server, dropped at the end
  *   BENCH_AUTOMATION_RATES=25,50,100,200,300,400 BENCH_AUTOMATION_STAGE_S=4 BENCH_AUTOMATION_SENDERS=500
  *   BENCH_AUTOMATION_EVALUATIONS=20000 (per evaluation case; BENCH_AUTOMATION_RATES=0 times the evaluation alone)
+ *   BENCH_AUTOMATION_RUNNERS=2 (app processes, inbound alternating between them; CPU is their sum)
  */
 import { Effect, Layer } from "effect"
 import { AutomationContextRepo } from "../src/automations/ContextRepo.ts"
@@ -33,6 +34,8 @@ const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "25,50,100,200,300,400").sp
 const EVALUATIONS = Number(process.env.BENCH_AUTOMATION_EVALUATIONS ?? 20_000)
 const STAGE_S = Number(process.env.BENCH_AUTOMATION_STAGE_S ?? 4)
 const SENDERS = Number(process.env.BENCH_AUTOMATION_SENDERS ?? 500)
+/** App processes against the one database (ARCHITECTURE's scale-out: one per core); inbound messages alternate between them. */
+const RUNNERS = Number(process.env.BENCH_AUTOMATION_RUNNERS ?? 1)
 const AUTOMATIONS = 50
 
 process.env.LOG_LEVEL ??= "warn"
@@ -48,15 +51,19 @@ const keyword = (i: number) => `#k${String(i).padStart(2, "0")}#`
 
 const main = async () => {
   const { name, url, drop } = await benchDatabase(serverUrl, "crm_bench_automations")
-  console.log(`bench/automations — ${machine()}, Node ${process.version}, database ${name}`)
+  console.log(`bench/automations — ${machine()}, Node ${process.version}, database ${name}, ${RUNNERS} app process${RUNNERS === 1 ? "" : "es"}`)
   const ws = workspace("bench-automations")
   const app = await startApp(ws, { mode: "server", logLevel: process.env.BENCH_LOG_LEVEL ?? "warn", profile: false, dataDir: ws.dir, databaseUrl: url })
+  const apps = [app]
   try {
+    for (let i = 1; i < RUNNERS; i++) {
+      apps.push(await startApp(ws, { mode: `server-${i + 1}`, logLevel: process.env.BENCH_LOG_LEVEL ?? "warn", profile: false, dataDir: ws.dir, databaseUrl: url }))
+    }
     const made = await createCompany(app)
     const company = { id: made.companyId }
     const token = made.token
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(app.base + path, {
+    const call = async (method: string, path: string, body?: unknown, base = app.base) => {
+      const res = await fetch(base + path, {
         method,
         headers: { authorization: `Bearer ${token}`, accept: "application/json", "content-type": "application/json" },
         body: body === undefined ? undefined : JSON.stringify(body)
@@ -87,8 +94,9 @@ const main = async () => {
     }
     let sent = 0
     const inbound = (text: string) => {
-      const sender = sent++ % SENDERS
-      return call("POST", `/v1/channels/${channel.id}/sandbox/inbound`, { from: { external_id: `s-${sender}`, name: `S${sender}` }, text })
+      const n = sent++
+      const sender = n % SENDERS
+      return call("POST", `/v1/channels/${channel.id}/sandbox/inbound`, { from: { external_id: `s-${sender}`, name: `S${sender}` }, text }, apps[n % apps.length].base)
     }
     const textFor = (n: number) => `please ${keyword(n % AUTOMATIONS)} ${keyword((n + 1) % AUTOMATIONS)} order`
 
@@ -136,7 +144,7 @@ const main = async () => {
     const cost = async () => {
       await sleep(1_100)
       const [db] = await query<{ xacts: number }>(url, "SELECT xact_commit::int AS xacts FROM pg_stat_database WHERE datname = current_database()")
-      return { cpuMs: cpuMsOf([app.pid]), dbCpuMs: cpuMsOf(backends), xacts: db.xacts }
+      return { cpuMs: cpuMsOf(apps.map((a) => a.pid)), dbCpuMs: cpuMsOf(backends), xacts: db.xacts }
     }
     const perMessage = (from: { cpuMs: number; dbCpuMs: number; xacts: number }, to: { cpuMs: number; dbCpuMs: number; xacts: number }, n: number) =>
       ({ cpuMs: (to.cpuMs - from.cpuMs) / n, dbCpuMs: (to.dbCpuMs - from.dbCpuMs) / n, xacts: (to.xacts - from.xacts) / n })
@@ -197,7 +205,7 @@ const main = async () => {
       thread_id: 1,
       channel_id: channel.id
     })
-    await app.stop()
+    for (const a of apps) await a.stop()
     const timing = await runLikeApp(url, Effect.gen(function*() {
       const index = yield* TriggerIndex
       const time = Effect.fnUntraced(function*(event: ReturnType<typeof envelope>, n: number, expect: number) {
@@ -219,7 +227,7 @@ const main = async () => {
     console.log(`    an event key no automation listens to               ${timing.unlistened.toFixed(2).padStart(8)} µs`)
     console.log(`    message.created matching 2 (+ contact id query)      ${timing.two.toFixed(2).padStart(8)} µs`)
   } finally {
-    await app.stop()
+    for (const a of apps) await a.stop()
     await ws.cleanup()
     await drop()
   }

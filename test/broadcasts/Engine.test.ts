@@ -100,6 +100,34 @@ describe("the run engine", () => {
     assert.strictEqual(conversations[0].n, contactIds.length)
   })
 
+  it("numbers a batch's events as it writes them: one numbered message.created and conversation.created per recipient, gapless, replayed in order", async () => {
+    const { company, channels: [a], segmentId, contactIds } = await setup(40)
+    const before = (await request(server, "GET", "/v1/events", { token: company.token })).body.data.next_after as number
+    const b = await start(company.token, broadcastBody(segmentId, [a]))
+    await waitFor(server, company.token, b.id, (x) => x.status === "completed")
+    const recipients = await recipientsOf(db(), b.id)
+    assert.deepStrictEqual(recipients.map((r) => r.status), contactIds.map(() => "sent"))
+    // Batches of 32 and 8: the first is written numbered (16 events or more), the second through the sequencer.
+    const rows = await db()("SELECT seq, key, (payload->'message'->>'id')::bigint AS message_id FROM events WHERE company_id = $1 AND seq > $2 ORDER BY seq", [company.id, before])
+    assert.isTrue(rows.every((r) => r.seq !== null))
+    assert.deepStrictEqual(rows.map((r) => Number(r.seq)), rows.map((_, i) => before + 1 + i))
+    const created = rows.filter((r) => r.key === "message.created").map((r) => Number(r.message_id)).sort((x, y) => x - y)
+    assert.deepStrictEqual(created, recipients.map((r) => Number(r.message_id)).sort((x, y) => x - y))
+    assert.strictEqual(rows.filter((r) => r.key === "conversation.created").length, contactIds.length)
+    // Written once: the first batch's events are still the tuples its transaction inserted with its messages (the
+    // sequencer's numbering would have rewritten them in a transaction of its own).
+    const [once] = await db()(
+      `SELECT count(*)::int AS n FROM events e JOIN messages m ON m.company_id = e.company_id AND m.id = (e.payload->'message'->>'id')::bigint
+       WHERE e.company_id = $1 AND e.key = 'message.created' AND e.xmin::text = m.xmin::text`,
+      [company.id]
+    )
+    assert.strictEqual(once.n, 32)
+    const replayed = (await request(server, "GET", `/v1/events?after=${before}&limit=500`, { token: company.token })).body.data.items as Array<{ seq: number; event: string; data: any }>
+    assert.deepStrictEqual(replayed.map((e) => e.seq), rows.map((r) => Number(r.seq)))
+    const replayedIds = replayed.filter((e) => e.event === "message.created").map((e) => Number(e.data.message.id)).sort((x, y) => x - y)
+    assert.deepStrictEqual(replayedIds, created)
+  })
+
   it("skips recipients contacted within skipContactedWithinHours", async () => {
     const { company, channels: [a], segmentId, contactIds } = await setup(3)
     const test = await post(company.token, "/v1/broadcasts/test", { channel_id: a, recipient: `msgr_b-${contactIds[1]}`, content: { type: "text", text: "Earlier" } })
