@@ -2,8 +2,9 @@ import { PGlite } from "@electric-sql/pglite"
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { PgClient, PgTypes } from "@effect/sql-pg"
-import { Effect, Layer, Option, Result } from "effect"
+import { Effect, Layer, Option, Redacted, Result } from "effect"
 import { mkdirSync } from "node:fs"
+import { connect } from "node:net"
 import { AppConfig } from "./Config.ts"
 
 // Ids and counts stay far below 2^53, so int8 is read as a JS number instead of
@@ -46,10 +47,57 @@ const embedded = (dataDir: string) =>
     })
   }))
 
+/**
+ * A TCP connection whose writes of one tick leave in one: the driver writes each statement as it is
+ * issued, and a multiplexed connection carries many fibers' statements, so under load several land in
+ * the same tick. Each write is a system call in which, on loopback, the kernel also delivers the bytes
+ * to PostgreSQL; corked until the tick ends they go out in one `writev`.
+ */
+export const coalescingSocket = (host: string, port: number) => () => {
+  const socket = connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 })
+  const write = socket.write.bind(socket) as (...args: Array<any>) => boolean
+  let corked = false
+  const flush = () => {
+    corked = false
+    socket.uncork()
+  }
+  socket.write = ((...args: Array<any>) => {
+    if (!corked) {
+      corked = true
+      socket.cork()
+      process.nextTick(flush)
+    }
+    return write(...args)
+  }) as typeof socket.write
+  return socket
+}
+
+/** The TCP address of a `postgres://` URL, or null when it names a Unix socket (left to the driver). */
+const tcpAddress = (url: string): { host: string; port: number } | null => {
+  try {
+    const parsed = new URL(url)
+    const host = decodeURIComponent(parsed.hostname) || "localhost"
+    if (host.startsWith("/") || parsed.searchParams.has("host")) return null
+    return { host: host.replace(/^\[|\]$/g, ""), port: parsed.port === "" ? 5432 : Number(parsed.port) }
+  } catch {
+    return null
+  }
+}
+
 export const SqlLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   return Option.match(config.databaseUrl, {
     onNone: () => embedded(config.dataDir),
-    onSome: (url) => PgClient.layer({ url, maxConnections: 10, multiplex: true, types, applicationName: "crm" })
+    onSome: (url) => {
+      const address = tcpAddress(Redacted.value(url))
+      return PgClient.layer({
+        url,
+        maxConnections: 10,
+        multiplex: true,
+        types,
+        applicationName: "crm",
+        ...(address === null ? {} : { stream: coalescingSocket(address.host, address.port) })
+      })
+    }
   })
 }))

@@ -1,0 +1,63 @@
+import { assert, describe, it } from "vitest"
+import { once } from "node:events"
+import { createServer, type Socket } from "node:net"
+import { coalescingSocket } from "../../src/platform/Sql.ts"
+
+/** A loopback server that keeps what each connection sent. */
+const sink = async () => {
+  const received: Array<Buffer> = []
+  const server = createServer((socket) => socket.on("data", (chunk) => received.push(chunk)))
+  server.listen(0, "127.0.0.1")
+  await once(server, "listening")
+  const port = (server.address() as { port: number }).port
+  return { port, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+}
+
+/** Counts the socket's calls into the stream machinery: one `_writev` for a batch, one `_write` per lone chunk. */
+const spy = (socket: Socket) => {
+  const calls = { writev: [] as Array<number>, write: 0 }
+  const s = socket as unknown as { _writev: (chunks: Array<unknown>, cb: () => void) => void; _write: (...args: Array<unknown>) => void }
+  const writev = s._writev.bind(socket)
+  const write = s._write.bind(socket)
+  s._writev = (chunks, cb) => {
+    calls.writev.push(chunks.length)
+    writev(chunks, cb)
+  }
+  s._write = (...args) => {
+    calls.write++
+    write(...args)
+  }
+  return calls
+}
+
+const until = async (check: () => boolean) => {
+  const deadline = Date.now() + 5_000
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out")
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+describe("the database socket", () => {
+  it("sends a tick's writes in one writev, in order, and a later tick's on their own", async () => {
+    const server = await sink()
+    const socket = coalescingSocket("127.0.0.1", server.port)() as Socket
+    try {
+      await once(socket, "connect")
+      const calls = spy(socket)
+      socket.write(Buffer.from("one;"))
+      socket.write(Buffer.from("two;"))
+      socket.write(Buffer.from("three;"))
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.deepStrictEqual(calls, { writev: [3], write: 0 })
+      socket.write(Buffer.from("four;"))
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.deepStrictEqual(calls, { writev: [3], write: 1 })
+      await until(() => Buffer.concat(server.received).length === 19)
+      assert.strictEqual(Buffer.concat(server.received).toString(), "one;two;three;four;")
+    } finally {
+      socket.destroy()
+      await server.close()
+    }
+  })
+})
