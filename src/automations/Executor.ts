@@ -29,10 +29,10 @@ import {
 } from "./Actions.ts"
 import { evaluate } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
-import type { Node } from "./Domain.ts"
+import type { Edge, Node } from "./Domain.ts"
 import { AutomationsRepo, type NewStep, type RunState } from "./Repo.ts"
 import { directHoldMs, RunJob } from "./Runs.ts"
-import type { Started } from "./Starter.ts"
+import type { Started, StartRequest } from "./Starter.ts"
 import { factsFrom } from "./Triggers.ts"
 
 /** A step that did not work: transient ones are retried (3 attempts in all), the others fail the run at once. */
@@ -42,6 +42,8 @@ const permanent = (message: string) => new StepError({ message, transient: false
 const transient = (message: string) => new StepError({ message, transient: true })
 
 export const stepAttempts = 3
+/** Version graphs kept in memory. */
+const graphsKept = 1_000
 const outputLimit = 4096
 const httpBodyLimit = 4096
 
@@ -123,7 +125,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
    * the hold be lost (the job was claimed, this process stalled), the segment stops and the job's
    * runner carries on from the steps written.
    */
-  direct(companyId: CompanyId, started: Started): Effect.Effect<void>
+  direct(companyId: CompanyId, started: Started, request: StartRequest): Effect.Effect<void>
 }>()("crm/automations/RunExecutor") {
   static readonly layer = Layer.effect(RunExecutor, Effect.gen(function*() {
     const repo = yield* AutomationsRepo
@@ -142,10 +144,24 @@ export class RunExecutor extends Context.Service<RunExecutor, {
 
     const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-    const execute = Effect.fnUntraced(function*(companyId: CompanyId, runId: string, segment: number, fresh: boolean, jobId: number | null) {
-      const found = yield* repo.loadRun(companyId, runId)
-      if (Option.isNone(found)) return
-      const run: RunState = found.value
+    const execute = (companyId: CompanyId, runId: string, segment: number, fresh: boolean, jobId: number | null) =>
+      Effect.flatMap(repo.loadRun(companyId, runId), (found) => Option.isNone(found) ? Effect.void : executeRun(companyId, found.value, segment, fresh, jobId))
+
+    // Versions never change once written, so their graphs are kept: a first segment then reads nothing of its run.
+    const graphs = new Map<string, { readonly nodes: ReadonlyArray<Node>; readonly edges: ReadonlyArray<Edge> }>()
+    const graphOf = (companyId: CompanyId, versionId: string) => {
+      const known = graphs.get(versionId)
+      if (known !== undefined) return Effect.succeed(Option.some(known))
+      return Effect.tap(repo.graph(companyId, versionId), (found) =>
+        Effect.sync(() => {
+          if (Option.isNone(found)) return
+          if (graphs.size >= graphsKept) graphs.delete(graphs.keys().next().value!)
+          graphs.set(versionId, found.value)
+        }))
+    }
+
+    const executeRun = Effect.fnUntraced(function*(companyId: CompanyId, run: RunState, segment: number, fresh: boolean, jobId: number | null) {
+      const runId = run.id
       if (run.status === "succeeded" || run.status === "failed" || run.status === "cancelled") return
       if (((run.state as RunStateJson).segment ?? 0) !== segment) return
       const nodes = new Map(run.nodes.map((n) => [n.id, n]))
@@ -504,10 +520,28 @@ export class RunExecutor extends Context.Service<RunExecutor, {
         Effect.flatMap((held) => (held ? keepHold(companyId, jobId) : Effect.logWarning("automation run handed to its fallback job", { job: jobId })))
       )
 
-    const direct = Effect.fnUntraced(function*(companyId: CompanyId, started: Started) {
+    const direct = Effect.fnUntraced(function*(companyId: CompanyId, started: Started, request: StartRequest) {
       // Waited long for a slot: the hold is renewed first, and a job a runner already took is left to it.
       if ((yield* Clock.currentTimeMillis) - started.enqueuedAt > directHoldMs / 3 && !(yield* hold(companyId, started.jobId))) return
-      yield* Effect.raceFirst(execute(companyId, started.runId, 0, true, started.jobId), keepHold(companyId, started.jobId))
+      const graph = yield* graphOf(companyId, request.versionId)
+      // The run as its admission wrote it (what `loadRun` would read back).
+      const first = Option.isNone(graph)
+        ? execute(companyId, started.runId, 0, true, started.jobId)
+        : executeRun(companyId, {
+          id: started.runId,
+          company_id: companyId,
+          automation_id: request.automationId,
+          version_id: request.versionId,
+          status: "running",
+          context: request.context,
+          state: { pending: [], visits: {}, outputs: {} },
+          started_at: new Date(started.enqueuedAt),
+          timezone: started.timezone,
+          actor: started.actor,
+          nodes: graph.value.nodes,
+          edges: graph.value.edges
+        }, 0, true, started.jobId)
+      yield* Effect.raceFirst(first, keepHold(companyId, started.jobId))
     })
 
     return RunExecutor.of({ execute, direct })

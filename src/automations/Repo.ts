@@ -123,7 +123,6 @@ export interface RunState {
   readonly context: Record<string, any>
   readonly state: { readonly pending: ReadonlyArray<string>; readonly visits: Record<string, number>; readonly outputs: Record<string, unknown> }
   readonly started_at: Date
-  readonly created_by: number | null
   /** Where `wait {until}` reads the time of day: the contact's timezone, else the company's. */
   readonly timezone: string
   /** Who the steps act as: the automation's creator while a member, else the company's first admin (null: no member). */
@@ -186,10 +185,12 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
     run: NewRun,
     guard: { readonly since: Date; readonly limit: number; readonly skipped: string },
     fallback: Statement.Fragment
-  ): Effect.Effect<{ readonly status: RunStatus; readonly jobId: number | null } | null>
+  ): Effect.Effect<{ readonly status: RunStatus; readonly jobId: number | null; readonly actor: RunState["actor"]; readonly timezone: string } | null>
   /** In `admitRun`'s statement: the run was admitted to run (what its `fallback` job is written on). */
   readonly admitted: Statement.Fragment
   loadRun(companyId: CompanyId, runId: string): Effect.Effect<Option.Option<RunState>>
+  /** A version's graph (versions never change once written). */
+  graph(companyId: CompanyId, versionId: string): Effect.Effect<Option.Option<{ readonly nodes: ReadonlyArray<Node>; readonly edges: ReadonlyArray<Edge> }>>
   step(companyId: CompanyId, runId: string, nodeId: string, visit: number): Effect.Effect<Option.Option<{ status: Step["status"]; output: unknown; error: string | null }>>
   saveState(companyId: CompanyId, runId: string, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
   /** Step rows (in order) and the run's state after them, in one statement. */
@@ -322,13 +323,26 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
 
       const admitted = sql`EXISTS (SELECT 1 FROM ins WHERE status = 'running')`
 
+      /** Who a run's steps act as: the automation's creator while a member, else the company's first admin (null: no member). */
+      const actorOf = (automationId: Statement.Fragment, company: Statement.Fragment) => sql`(
+        SELECT json_build_object('userId', u.id, 'plan', co.plan, 'timezone', u.timezone, 'email', u.email, 'name', u.name)
+        FROM memberships m JOIN users u ON u.id = m.user_id JOIN companies co ON co.id = m.company_id
+        LEFT JOIN automations a ON a.company_id = m.company_id AND a.id = ${automationId}
+        WHERE m.company_id = ${company}
+        ORDER BY (u.id = a.created_by) DESC, (m.role = 'admin') DESC, u.id LIMIT 1)`
+      /** Where `wait {until}` reads the time of day: the contact's timezone, else the company's. */
+      const timezoneOf = (company: Statement.Fragment, contactId: Statement.Fragment) => sql`(
+        SELECT COALESCE(NULLIF(ct.timezone, ''), co.timezone, 'UTC')
+        FROM companies co LEFT JOIN contacts ct ON ct.company_id = co.id AND ct.id = ${contactId}
+        WHERE co.id = ${company})`
+
       const admitRun = (
         companyId: CompanyId,
         r: NewRun,
         guard: { readonly since: Date; readonly limit: number; readonly skipped: string },
         fallback: Statement.Fragment
       ) =>
-        sql<{ status: RunStatus; job_id: number | null }>`
+        sql<{ status: RunStatus; job_id: number | null; actor: RunState["actor"]; timezone: string }>`
           WITH recent AS (
             SELECT count(*)::int AS n FROM automation_runs
             WHERE company_id = ${companyId} AND automation_id = ${r.automationId} AND contact_id = ${r.contactId}
@@ -347,25 +361,34 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
             UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
             WHERE company_id = ${companyId} AND id = ${r.automationId} AND ${admitted}
           ), fallback AS (${fallback})
-          SELECT ins.status, (SELECT id FROM fallback) AS job_id FROM ins`.pipe(
-          Effect.map((rows) => (rows[0] === undefined ? null : { status: rows[0].status, jobId: rows[0].job_id === null ? null : Number(rows[0].job_id) })),
+          SELECT ins.status, (SELECT id FROM fallback) AS job_id, ${actorOf(sql`${r.automationId}::uuid`, sql`${companyId}::bigint`)} AS actor,
+            ${timezoneOf(sql`${companyId}::bigint`, sql`${r.contactId}::bigint`)} AS timezone
+          FROM ins`.pipe(
+          Effect.map((rows) =>
+            rows[0] === undefined ? null : {
+              status: rows[0].status,
+              jobId: rows[0].job_id === null ? null : Number(rows[0].job_id),
+              actor: rows[0].actor,
+              timezone: rows[0].timezone
+            }
+          ),
           Effect.orDie
         )
 
       const loadRun = (companyId: CompanyId, runId: string) =>
         sql<RunState>`
-          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, a.created_by, v.nodes, v.edges,
-            COALESCE(NULLIF(ct.timezone, ''), co.timezone, 'UTC') AS timezone,
-            (SELECT json_build_object('userId', u.id, 'plan', co.plan, 'timezone', u.timezone, 'email', u.email, 'name', u.name)
-              FROM memberships m JOIN users u ON u.id = m.user_id
-              WHERE m.company_id = r.company_id
-              ORDER BY (u.id = a.created_by) DESC, (m.role = 'admin') DESC, u.id LIMIT 1) AS actor
+          SELECT r.id, r.company_id, r.automation_id, r.version_id, r.status, r.context, r.state, r.started_at, v.nodes, v.edges,
+            ${timezoneOf(sql`r.company_id`, sql`r.contact_id`)} AS timezone, ${actorOf(sql`r.automation_id`, sql`r.company_id`)} AS actor
           FROM automation_runs r
           JOIN automation_versions v ON v.company_id = r.company_id AND v.id = r.version_id
-          JOIN automations a ON a.company_id = r.company_id AND a.id = r.automation_id
-          JOIN companies co ON co.id = r.company_id
-          LEFT JOIN contacts ct ON ct.company_id = r.company_id AND ct.id = r.contact_id
           WHERE r.company_id = ${companyId} AND r.id = ${runId}`.pipe(Effect.map((rows) => Option.fromNullishOr(rows[0])), Effect.orDie)
+
+      const graph = (companyId: CompanyId, versionId: string) =>
+        sql<{ nodes: ReadonlyArray<Node>; edges: ReadonlyArray<Edge> }>`
+          SELECT nodes, edges FROM automation_versions WHERE company_id = ${companyId} AND id = ${versionId}`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
 
       const step = (companyId: CompanyId, runId: string, nodeId: string, visit: number) =>
         sql<{ status: Step["status"]; output: unknown; error: string | null }>`
@@ -420,7 +443,7 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        admitRun, admitted, loadRun, step, saveState, recordSteps, finishRun
+        admitRun, admitted, loadRun, graph, step, saveState, recordSteps, finishRun
       })
     })
   )

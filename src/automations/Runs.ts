@@ -66,7 +66,7 @@ export class Runs extends Context.Service<Runs, {
           skipped: `Skipped: the contact already started ${runsPerContactPerHour} runs of this automation in the last hour.`
         }, fallback)
         if (admitted !== null && admitted.status === "running" && admitted.jobId !== null) {
-          return { runId: id, jobId: admitted.jobId, enqueuedAt: at.getTime() }
+          return { runId: id, jobId: admitted.jobId, enqueuedAt: at.getTime(), actor: admitted.actor, timezone: admitted.timezone }
         }
         const status = admitted?.status ?? null
         if (status === "cancelled") {

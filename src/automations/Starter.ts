@@ -12,8 +12,23 @@ export const StartRequest = Schema.Struct({
 })
 export type StartRequest = typeof StartRequest.Type
 
-/** A run that was admitted: its first segment runs at once in process, `jobId` being its durable fallback. */
-export const Started = Schema.Struct({ runId: Schema.String, jobId: Schema.Int, enqueuedAt: Schema.Number })
+/**
+ * A run that was admitted: its first segment runs at once in process, `jobId` being its durable fallback.
+ * `actor` and `timezone` are read by the admission, so that the first segment needs no read of its run.
+ */
+export const Started = Schema.Struct({
+  runId: Schema.String,
+  jobId: Schema.Int,
+  enqueuedAt: Schema.Number,
+  actor: Schema.NullOr(Schema.Struct({
+    userId: Schema.Int,
+    plan: Schema.String,
+    timezone: Schema.String,
+    email: Schema.NullOr(Schema.String),
+    name: Schema.String
+  })),
+  timezone: Schema.String
+})
 export type Started = typeof Started.Type
 
 /** The port: starts a run in the order of its automation, wherever in the cluster the automation lives. */

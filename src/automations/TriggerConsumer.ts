@@ -4,7 +4,7 @@ import type { EventEnvelope } from "../events/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { RunExecutor } from "./Executor.ts"
 import { TriggerCursorsRepo } from "./Repo.ts"
-import { AutomationStarter, type Started } from "./Starter.ts"
+import { AutomationStarter, type Started, type StartRequest } from "./Starter.ts"
 import { TriggerIndex } from "./Triggers.ts"
 
 /** Events the consumer handles at once; more wait in its subscription. */
@@ -48,13 +48,13 @@ export const AutomationTriggersLayer = Layer.effectDiscard(Effect.gen(function*(
   const tracks = new Map<number, Track>()
   const recovering = new Set<number>()
 
-  const runFirstSegment = (companyId: number, started: Started) => {
+  const runFirstSegment = (companyId: number, started: Started, request: StartRequest) => {
     let slot = companySlots.get(companyId)
     if (slot === undefined) {
       slot = Semaphore.makeUnsafe(runsPerCompany)
       companySlots.set(companyId, slot)
     }
-    return slot.withPermits(1)(executor.direct(CompanyId.make(companyId), started)).pipe(
+    return slot.withPermits(1)(executor.direct(CompanyId.make(companyId), started, request)).pipe(
       Effect.catchCause((cause) => Effect.logWarning("automation run failed in process; its fallback job carries on", cause)),
       Effect.forkIn(scope),
       Effect.asVoid
@@ -65,7 +65,7 @@ export const AutomationTriggersLayer = Layer.effectDiscard(Effect.gen(function*(
     index.match(event).pipe(
       Effect.flatMap((starts) =>
         Effect.forEach(starts, (s) =>
-          Effect.flatMap(starter.start(s), (started) => (started === null ? Effect.void : runFirstSegment(s.companyId, started))), {
+          Effect.flatMap(starter.start(s), (started) => (started === null ? Effect.void : runFirstSegment(s.companyId, started, s))), {
           concurrency: "unbounded",
           discard: true
         })),
