@@ -18,6 +18,7 @@ import {
 } from "../platform/Errors.ts"
 import { Jobs } from "../platform/Jobs.ts"
 import { offsetOf } from "../platform/Pagination.ts"
+import { inSnapshot } from "../platform/Sql.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { definitionOf, memberCount, memberIds } from "../segments/Compiler.ts"
 import { TemplateSending } from "../templates/Sending.ts"
@@ -133,7 +134,8 @@ export class Broadcasts extends Context.Service<Broadcasts, {
         return row.value
       })
 
-      const show = (companyId: CompanyId, id: number) => Effect.flatMap(load(companyId, id), (row) => toBroadcast(companyId, row))
+      const show = (companyId: CompanyId, id: number) =>
+        inSnapshot(Effect.flatMap(load(companyId, id), (row) => toBroadcast(companyId, row))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
       /** Field checks beyond the schema: the segment, channels and content must be the company's and fit together. */
       const check = Effect.fnUntraced(function*(companyId: CompanyId, f: Omit<BroadcastFields, "status">, scheduledAt: string | null | undefined) {
@@ -246,9 +248,11 @@ export class Broadcasts extends Context.Service<Broadcasts, {
 
       const list = Effect.fn("Broadcasts.list")(function*(page: number, perPage: number, statuses: ReadonlyArray<string>) {
         const company = yield* gate("broadcast.view")
-        const { rows, total } = yield* repo.page(company.id, statuses, perPage, offsetOf(page, perPage))
-        const items = yield* Effect.forEach(rows, (row) => toBroadcast(company.id, row))
-        return { items, pagination: { page, perPage, total, lastPage: Math.max(1, Math.ceil(total / perPage)) } }
+        return yield* inSnapshot(Effect.gen(function*() {
+          const { rows, total } = yield* repo.page(company.id, statuses, perPage, offsetOf(page, perPage))
+          const items = yield* Effect.forEach(rows, (row) => toBroadcast(company.id, row))
+          return { items, pagination: { page, perPage, total, lastPage: Math.max(1, Math.ceil(total / perPage)) } }
+        })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       })
 
       const get = Effect.fn("Broadcasts.get")(function*(id: number) {
@@ -436,7 +440,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
 
       const runs = Effect.fn("Broadcasts.runs")(function*(id: number) {
         const company = yield* gate("broadcast.view")
-        return (yield* toBroadcast(company.id, yield* load(company.id, id))).runs
+        return (yield* show(company.id, id)).runs
       })
 
       const getRun = Effect.fn("Broadcasts.getRun")(function*(id: number, runId: number) {

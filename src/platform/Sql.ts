@@ -3,6 +3,7 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm"
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { PgClient, PgTypes } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted, Result } from "effect"
+import { SqlClient } from "effect/sql"
 import { mkdirSync } from "node:fs"
 import { connect } from "node:net"
 import { AppConfig } from "./Config.ts"
@@ -101,3 +102,18 @@ export const SqlLayer = Layer.unwrap(Effect.gen(function*() {
     }
   })
 }))
+
+/**
+ * Runs reads in one snapshot (a `REPEATABLE READ, READ ONLY` transaction), so that an answer built from
+ * several statements shows one state: read one by one, a broadcast's row could be read before a run
+ * finished and its runs after, showing every run done and the broadcast still active. It begins the
+ * transaction itself, so it must not be called inside one.
+ */
+export const inSnapshot = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* Effect.andThen(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect).pipe(
+      sql.withTransaction,
+      Effect.catchTag("SqlError", (e) => Effect.die(e))
+    ) as Effect.Effect<A, E, R>
+  })

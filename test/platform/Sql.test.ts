@@ -1,7 +1,11 @@
 import { assert, describe, it } from "vitest"
+import { afterAll, beforeAll } from "vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { once } from "node:events"
 import { createServer, type Socket } from "node:net"
-import { coalescingSocket } from "../../src/platform/Sql.ts"
+import { coalescingSocket, inSnapshot } from "../../src/platform/Sql.ts"
+import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 /** A loopback server that keeps what each connection sent. */
 const sink = async () => {
@@ -59,5 +63,32 @@ describe("the database socket", () => {
       socket.destroy()
       await server.close()
     }
+  })
+})
+
+// PGlite serves one connection, which the snapshot holds: the write in between needs a second one.
+describe.runIf(process.env.DATABASE_URL)("inSnapshot", () => {
+  let server: RunningServer
+  beforeAll(async () => {
+    server = await startServer()
+  })
+  afterAll(() => server?.close())
+
+  it("reads one state throughout, whatever commits in between", async () => {
+    const company = await createCompany(server)
+    const tagsOf = Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM tags WHERE company_id = ${company.id}`
+      return rows[0].n
+    }).pipe(Effect.orDie)
+    const before = await server.runInApp(tagsOf)
+    const seen = await server.runInApp(inSnapshot(Effect.gen(function*() {
+      const first = yield* tagsOf
+      const created = yield* Effect.promise(() => request(server, "POST", "/v1/tags", { token: company.token, body: { name: "between" } }))
+      assert.strictEqual(created.status, 201)
+      return [first, yield* tagsOf]
+    })))
+    assert.deepStrictEqual(seen, [before, before])
+    assert.strictEqual(await server.runInApp(tagsOf), before + 1)
   })
 })
