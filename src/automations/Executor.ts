@@ -31,7 +31,7 @@ import { evaluate } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import type { Edge, Node } from "./Domain.ts"
 import { AutomationsRepo, type NewStep, type RunState } from "./Repo.ts"
-import { directHoldMs, RunJob } from "./Runs.ts"
+import { directHoldMs, firstState, RunJob } from "./Runs.ts"
 import type { Started, StartRequest } from "./Starter.ts"
 import { factsFrom } from "./Triggers.ts"
 
@@ -534,7 +534,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
           version_id: request.versionId,
           status: "running",
           context: request.context,
-          state: { pending: [], visits: {}, outputs: {} },
+          state: firstState,
           started_at: new Date(started.enqueuedAt),
           timezone: started.timezone,
           actor: started.actor,

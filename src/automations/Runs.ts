@@ -27,6 +27,9 @@ export const RunJob = jobKind("automation.run", {
   retryDelay: () => "2 seconds"
 })
 
+/** A run's state when it is admitted: nothing done, its first segment next. */
+export const firstState = { pending: [], visits: {}, outputs: {}, started: false, segment: 0 }
+
 /** How long the fallback job of a first segment run in process is held off, renewed while it runs. */
 export const directHoldMs = 30_000
 
@@ -57,7 +60,7 @@ export class Runs extends Context.Service<Runs, {
           status: "running",
           triggerPayload: redact(request.context.payload ?? {}),
           context: request.context,
-          state: { pending: [], visits: {}, outputs: {}, started: false, segment: 0 },
+          state: firstState,
           error: null,
           at
         }, {

@@ -210,17 +210,6 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
         return startsFor(event, context, matched, undecided)
       }
 
-      const match = (event: EventEnvelope): Effect.Effect<ReadonlyArray<StartRequest>> => {
-        const companyNumber = Number(event.company_id)
-        if (publishKeys.has(event.event)) {
-          companies.delete(companyNumber)
-          return nothing
-        }
-        if (!triggerKeys.has(event.event)) return nothing
-        const index = companies.get(companyNumber)
-        return index !== undefined ? matchIn(event, index) : Effect.flatMap(load(companyNumber), (loaded) => matchIn(event, loaded))
-      }
-
       const mayStart = (event: EventEnvelope): boolean => {
         if (publishKeys.has(event.event)) {
           companies.delete(Number(event.company_id))
@@ -229,6 +218,12 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
         if (!triggerKeys.has(event.event)) return false
         const index = companies.get(Number(event.company_id))
         return index === undefined || (index.get(event.event)?.length ?? 0) > 0
+      }
+
+      const match = (event: EventEnvelope): Effect.Effect<ReadonlyArray<StartRequest>> => {
+        if (!mayStart(event)) return nothing
+        const index = companies.get(Number(event.company_id))
+        return index !== undefined ? matchIn(event, index) : Effect.flatMap(load(Number(event.company_id)), (loaded) => matchIn(event, loaded))
       }
 
       return TriggerIndex.of({ match, mayStart, invalidate: (companyId) => void companies.delete(companyId) })

@@ -135,7 +135,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
       })
 
       const show = (companyId: CompanyId, id: number) =>
-        inSnapshot(Effect.flatMap(load(companyId, id), (row) => toBroadcast(companyId, row))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        inSnapshot(sql, Effect.flatMap(load(companyId, id), (row) => toBroadcast(companyId, row)))
 
       /** Field checks beyond the schema: the segment, channels and content must be the company's and fit together. */
       const check = Effect.fnUntraced(function*(companyId: CompanyId, f: Omit<BroadcastFields, "status">, scheduledAt: string | null | undefined) {
@@ -248,11 +248,11 @@ export class Broadcasts extends Context.Service<Broadcasts, {
 
       const list = Effect.fn("Broadcasts.list")(function*(page: number, perPage: number, statuses: ReadonlyArray<string>) {
         const company = yield* gate("broadcast.view")
-        return yield* inSnapshot(Effect.gen(function*() {
+        return yield* inSnapshot(sql, Effect.gen(function*() {
           const { rows, total } = yield* repo.page(company.id, statuses, perPage, offsetOf(page, perPage))
           const items = yield* Effect.forEach(rows, (row) => toBroadcast(company.id, row))
           return { items, pagination: { page, perPage, total, lastPage: Math.max(1, Math.ceil(total / perPage)) } }
-        })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        }))
       })
 
       const get = Effect.fn("Broadcasts.get")(function*(id: number) {

@@ -73,34 +73,29 @@ export class Events extends Context.Service<Events, {
       // the log; each is published once and in order, a gap being read from the log first.
       const published = new Map<number, number>()
       const gate = yield* Semaphore.make(1)
-      const deliverEach = (events: ReadonlyArray<EventEnvelope>): Effect.Effect<void> =>
-        Effect.forEach(events, (event) =>
-          Effect.gen(function*() {
-            const companyId = Number(event.company_id)
-            const seq = Number(event.seq)
-            const last = published.get(companyId) ?? 0
-            if (seq <= last) return
-            if (seq > last + 1) yield* readBack(companyId, seq - 1)
-            published.set(companyId, seq)
-            yield* PubSub.publish(bus, event)
-          }), { discard: true })
-      // The usual case, events that follow what was published, is one publish: a batch's hundreds of
-      // events make no effect each, which would outlive young collections while the gate is held.
-      const deliver = (events: ReadonlyArray<EventEnvelope>): Effect.Effect<void> =>
-        gate.withPermits(1)(Effect.suspend(() => {
+      // Events that follow what was published go out in one publish (a batch's hundreds of events make no
+      // effect each, which would outlive young collections while the gate is held); a gap is read back first.
+      const publishInOrder = (events: ReadonlyArray<EventEnvelope>, from: number): Effect.Effect<void> =>
+        Effect.suspend(() => {
           const next: Array<EventEnvelope> = []
-          for (let i = 0; i < events.length; i++) {
-            const event = events[i]
-            const companyId = Number(event.company_id)
-            const seq = Number(event.seq)
+          for (let i = from; i < events.length; i++) {
+            const companyId = Number(events[i].company_id)
+            const seq = Number(events[i].seq)
             const last = published.get(companyId) ?? 0
             if (seq <= last) continue
-            if (seq > last + 1) return Effect.andThen(PubSub.publishAll(bus, next), deliverEach(events.slice(i)))
+            if (seq > last + 1) {
+              return PubSub.publishAll(bus, next).pipe(
+                Effect.andThen(readBack(companyId, seq - 1)),
+                Effect.andThen(Effect.sync(() => published.set(companyId, Math.max(published.get(companyId) ?? 0, seq - 1)))),
+                Effect.andThen(publishInOrder(events, i))
+              )
+            }
             published.set(companyId, seq)
-            next.push(event)
+            next.push(events[i])
           }
           return next.length === 0 ? Effect.void : Effect.asVoid(PubSub.publishAll(bus, next))
-        }))
+        })
+      const deliver = (events: ReadonlyArray<EventEnvelope>): Effect.Effect<void> => gate.withPermits(1)(publishInOrder(events, 0))
       /** Publishes the company's logged events after the last one published, up to `upTo`. */
       const readBack = (companyId: number, upTo: number): Effect.Effect<void> =>
         Effect.gen(function*() {

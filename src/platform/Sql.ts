@@ -109,11 +109,8 @@ export const SqlLayer = Layer.unwrap(Effect.gen(function*() {
  * finished and its runs after, showing every run done and the broadcast still active. It begins the
  * transaction itself, so it must not be called inside one.
  */
-export const inSnapshot = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R | SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* Effect.andThen(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect).pipe(
-      sql.withTransaction,
-      Effect.catchTag("SqlError", (e) => Effect.die(e))
-    ) as Effect.Effect<A, E, R>
-  })
+export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.andThen(sql`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY`, effect).pipe(
+    sql.withTransaction,
+    Effect.catchTag("SqlError", (e) => Effect.die(e))
+  ) as Effect.Effect<A, E, R>

@@ -80,7 +80,8 @@ describe("inSnapshot", () => {
         const sql = yield* SqlClient.SqlClient
         return (yield* sql<{ value: string }>`SELECT current_setting(${name}) AS value`)[0].value
       }).pipe(Effect.orDie)
-    const inside = await server.runInApp(inSnapshot(Effect.all([setting("transaction_isolation"), setting("transaction_read_only")])))
+    const inside = await server.runInApp(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      inSnapshot(sql, Effect.all([setting("transaction_isolation"), setting("transaction_read_only")]))))
     assert.deepStrictEqual(inside, ["repeatable read", "on"])
 
     // PGlite serves one connection, which the snapshot holds: a write in between needs a second one.
@@ -91,12 +92,12 @@ describe("inSnapshot", () => {
       return rows[0].n
     }).pipe(Effect.orDie)
     const before = await server.runInApp(tagsOf)
-    const seen = await server.runInApp(inSnapshot(Effect.gen(function*() {
+    const seen = await server.runInApp(Effect.flatMap(SqlClient.SqlClient, (sql) => inSnapshot(sql, Effect.gen(function*() {
       const first = yield* tagsOf
       const created = yield* Effect.promise(() => request(server, "POST", "/v1/tags", { token: company.token, body: { name: "between" } }))
       assert.strictEqual(created.status, 201)
       return [first, yield* tagsOf]
-    })))
+    }))))
     assert.deepStrictEqual(seen, [before, before])
     assert.strictEqual(await server.runInApp(tagsOf), before + 1)
   })
