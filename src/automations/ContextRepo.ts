@@ -14,7 +14,8 @@ interface DealStageRow {
  */
 export class AutomationContextRepo extends Context.Service<AutomationContextRepo, {
   channelTypes(companyId: CompanyId): Effect.Effect<ReadonlyMap<number, string>>
-  contactOfAccount(companyId: CompanyId, accountId: number): Effect.Effect<number | null>
+  /** The contacts of some contact accounts, by account (an account not the company's is absent). */
+  contactsOfAccounts(companyId: CompanyId, accountIds: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, number>>
   inboundCount(companyId: CompanyId, conversationId: number): Effect.Effect<number>
   tagIds(companyId: CompanyId, contactId: number): Effect.Effect<ReadonlySet<number>>
   contactField(companyId: CompanyId, contactId: number, field: string): Effect.Effect<string | null>
@@ -34,9 +35,10 @@ export class AutomationContextRepo extends Context.Service<AutomationContextRepo
             Effect.map((rows) => new Map(rows.map((r) => [Number(r.id), r.type]))),
             Effect.orDie
           ),
-        contactOfAccount: (companyId, accountId) =>
-          sql<{ contact_id: number }>`SELECT contact_id FROM contact_accounts WHERE company_id = ${companyId} AND id = ${accountId}`.pipe(
-            Effect.map((rows) => (rows[0] === undefined ? null : Number(rows[0].contact_id))),
+        contactsOfAccounts: (companyId, accountIds) =>
+          sql<{ id: number; contact_id: number }>`
+            SELECT id, contact_id FROM contact_accounts WHERE company_id = ${companyId} AND id = ANY(${`{${accountIds.join(",")}}`}::bigint[])`.pipe(
+            Effect.map((rows) => new Map(rows.map((r) => [Number(r.id), Number(r.contact_id)]))),
             Effect.orDie
           ),
         inboundCount: (companyId, conversationId) =>

@@ -8,8 +8,9 @@ import { Deals } from "../deals/Deals.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
 import { Outbound } from "../messages/Outbound.ts"
-import { ThreadsRepo } from "../messages/ThreadsRepo.ts"
+import { type ThreadContext, ThreadsRepo } from "../messages/ThreadsRepo.ts"
 import { AppConfig } from "../platform/Config.ts"
+import { makeBatcher } from "../platform/Batcher.ts"
 import { Jobs, jobHandler } from "../platform/Jobs.ts"
 import { OutboundHttp } from "../platform/OutboundHttp.ts"
 import { TemplateSending } from "../templates/Sending.ts"
@@ -101,6 +102,28 @@ const systemActor = (companyId: CompanyId, who: { userId: number; plan: string; 
   },
   company: { id: companyId, plan: who.plan as Plan, role: "admin", permissions: rolePermissions.admin }
 })
+
+/** Runs ending, or tag steps, written in one batch at most. */
+const batchMax = 256
+
+interface Ending {
+  readonly companyId: CompanyId
+  readonly run: RunState
+  readonly status: "succeeded" | "failed"
+  readonly error: string | null
+  readonly jobId: number | null
+  readonly steps: ReadonlyArray<NewStep>
+  readonly state: unknown
+  readonly at: Date
+}
+
+interface TagChange {
+  readonly companyId: CompanyId
+  readonly actor: Actor
+  readonly contactId: number
+  readonly tagId: number
+  readonly adding: boolean
+}
 
 interface RunStateJson {
   readonly pending: ReadonlyArray<string>
@@ -255,6 +278,34 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     const handleOf = (actionId: string, output: unknown) =>
       actionId === "condition" ? String((output as { result?: unknown } | null)?.result === true) : null
 
+    // Runs of a company that end while others' ends are being written end together: their last step
+    // rows, ends, events and fallback jobs' dismissals in one statement.
+    const ends = yield* makeBatcher<Ending, void>({
+      key: (e) => String(e.companyId),
+      max: batchMax,
+      run: (_, items) => {
+        const companyId = items[0].companyId
+        const jobIds = items.flatMap((e) => (e.jobId === null ? [] : [e.jobId]))
+        return events.emitMany(
+          companyId,
+          items.map((e) => ({
+            key: "automation.run.finished",
+            payload: {
+              automation_id: e.run.automation_id,
+              run_id: e.run.id,
+              version_id: e.run.version_id,
+              status: e.status,
+              error: e.error,
+              duration_ms: e.at.getTime() - e.run.started_at.getTime()
+            }
+          })),
+          sql`${repo.finishRuns(companyId, items.map((e) => ({ runId: e.run.id, status: e.status, error: e.error, at: e.at, state: e.state })), items.flatMap((e) => e.steps))}${
+            jobIds.length === 0 ? sql`` : sql`, dismissed AS (${jobs.dismissing(companyId, jobIds)})`
+          }`
+        ).pipe(Effect.as(items.map(() => undefined)))
+      }
+    })
+
     const finish = Effect.fnUntraced(function*(
       companyId: CompanyId,
       run: RunState,
@@ -264,16 +315,26 @@ export class RunExecutor extends Context.Service<RunExecutor, {
       steps: ReadonlyArray<NewStep>,
       state: unknown
     ) {
-      const at = yield* nowDate
-      // The last step rows, the run's end, its event and the fallback job's dismissal in one statement.
-      yield* events.emit(companyId, "automation.run.finished", {
-        automation_id: run.automation_id,
-        run_id: run.id,
-        version_id: run.version_id,
-        status,
-        error,
-        duration_ms: at.getTime() - run.started_at.getTime()
-      }, sql`${repo.finishRun(companyId, run.id, { status, error, at, steps, state })}${jobId === null ? sql`` : sql`, dismissed AS (${jobs.dismissing(companyId, jobId)})`}`)
+      yield* ends.submit({ companyId, run, status, error, jobId, steps, state, at: yield* nowDate })
+    })
+
+    // The trigger's threads that concurrent sends of a company address, read together.
+    const ownThreads = yield* makeBatcher<{ readonly companyId: CompanyId; readonly threadId: number }, ThreadContext | undefined>({
+      key: (t) => String(t.companyId),
+      max: batchMax,
+      run: (_, items) =>
+        Effect.map(threads.threadContexts(items[0].companyId, [...new Set(items.map((t) => t.threadId))]), (found) => items.map((t) => found.get(t.threadId)))
+    })
+
+    // Tag steps of a company's concurrent runs, acting as one member, in one read and at most one write.
+    const tagChanges = yield* makeBatcher<TagChange, boolean | { readonly message: string }>({
+      key: (c) => `${c.companyId}:${c.actor.userId}:${c.adding}`,
+      max: batchMax,
+      run: (_, items) =>
+        contacts.changeTags(items.map((c) => ({ id: c.contactId, tagId: c.tagId })), items[0].adding).pipe(
+          Effect.provideService(CurrentActor, items[0].actor),
+          Effect.catch((refused) => Effect.succeed(items.map(() => refused)))
+        )
     })
 
     interface StepInput {
@@ -314,11 +375,11 @@ export class RunExecutor extends Context.Service<RunExecutor, {
       const c = run.context
       // The trigger's own thread, in one read, when the send addresses it.
       if (typeof c.thread_id === "number" && typeof c.contact_account_id === "number" && (data.channel_id === undefined || data.channel_id === c.channel_id)) {
-        const own = yield* threads.threadContext(companyId, c.thread_id)
+        const own = yield* ownThreads.submit({ companyId, threadId: c.thread_id })
         if (
-          Option.isSome(own) && !own.value.channel_deleted && own.value.contact_account_id === c.contact_account_id &&
-          (channelType === undefined || own.value.channel_type.startsWith(channelType))
-        ) return own.value
+          own !== undefined && !own.channel_deleted && own.contact_account_id === c.contact_account_id &&
+          (channelType === undefined || own.channel_type.startsWith(channelType))
+        ) return own
       }
       const types = yield* ctx.channelTypes(companyId)
       const fits = (channelId: number) => channelType === undefined || (types.get(channelId) ?? "").startsWith(channelType)
@@ -399,7 +460,8 @@ export class RunExecutor extends Context.Service<RunExecutor, {
           return Effect.gen(function*() {
             const { tag_id } = yield* decode(TagData, node.data)
             const contactId = yield* contactOf(input)
-            yield* asActor(actor, contacts.changeTag(contactId, tag_id, spec.id === "add-tag"))
+            const changed = yield* tagChanges.submit({ companyId, actor, contactId, tagId: tag_id, adding: spec.id === "add-tag" })
+            if (typeof changed !== "boolean") return yield* permanent(changed.message)
             return { output: { contact_id: contactId, tag_id }, commit: Effect.void, replayable: true }
           })
         case "update-contact-field":

@@ -159,6 +159,15 @@ export interface NewStep {
   readonly finishedAt: Date
 }
 
+/** A run's end: its state is kept when `state` is null. */
+export interface RunEnd {
+  readonly runId: string
+  readonly status: RunStatus
+  readonly error: string | null
+  readonly at: Date
+  readonly state: unknown
+}
+
 const json = (v: unknown) => JSON.stringify(v ?? null)
 
 /** Automations, versions, runs and steps of one company; every statement carries the company id. */
@@ -196,16 +205,10 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
   /** Step rows (in order) and the run's state after them, in one statement. */
   recordSteps(companyId: CompanyId, runId: string, steps: ReadonlyArray<NewStep>, status: RunStatus, state: unknown, resumeAt: Date | null): Effect.Effect<void>
   /**
-   * The run's end with its last step rows and state (null: kept), as data-modifying CTEs to write with
-   * the event that announces it.
+   * Runs' ends with their last step rows (in order) and states (null: kept), as data-modifying CTEs to
+   * write with the events that announce them.
    */
-  finishRun(companyId: CompanyId, runId: string, end: {
-    readonly status: RunStatus
-    readonly error: string | null
-    readonly at: Date
-    readonly steps: ReadonlyArray<NewStep>
-    readonly state: unknown
-  }): Statement.Fragment
+  finishRuns(companyId: CompanyId, ends: ReadonlyArray<RunEnd>, steps: ReadonlyArray<NewStep>): Statement.Fragment
 }>()("crm/automations/AutomationsRepo") {
   static readonly layer = Layer.effect(
     AutomationsRepo,
@@ -403,11 +406,12 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
           WHERE company_id = ${companyId} AND id = ${runId}`.pipe(Effect.asVoid, Effect.orDie)
 
-      const stepRows = (companyId: CompanyId, runId: string, steps: ReadonlyArray<NewStep>) =>
+      const stepRows = (companyId: CompanyId, steps: ReadonlyArray<NewStep>) =>
         steps.length === 0 ? sql`` : sql`steps AS (
           INSERT INTO automation_run_steps (company_id, run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at)
-          SELECT ${companyId}, ${runId}::uuid, s.node_id, s.visit, s.action_id, s.status, s.attempt, s.output, s.error, s.started_at, s.finished_at
+          SELECT ${companyId}, s.run_id, s.node_id, s.visit, s.action_id, s.status, s.attempt, s.output, s.error, s.started_at, s.finished_at
           FROM ROWS FROM (jsonb_to_recordset(${json(steps.map((st) => ({
+            run_id: st.runId,
             node_id: st.nodeId,
             visit: st.visit,
             action_id: st.actionId,
@@ -417,33 +421,35 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
             error: st.error,
             started_at: st.startedAt.toISOString(),
             finished_at: st.finishedAt.toISOString()
-          })))}::jsonb) AS (node_id text, visit int, action_id text, status text, attempt int, output jsonb, error text,
-            started_at timestamptz, finished_at timestamptz)) WITH ORDINALITY AS s(node_id, visit, action_id, status, attempt, output, error, started_at, finished_at, n)
+          })))}::jsonb) AS (run_id uuid, node_id text, visit int, action_id text, status text, attempt int, output jsonb, error text,
+            started_at timestamptz, finished_at timestamptz)) WITH ORDINALITY AS s(run_id, node_id, visit, action_id, status, attempt, output, error, started_at, finished_at, n)
           ORDER BY s.n
           ON CONFLICT (run_id, node_id, visit) DO NOTHING),`
 
       const recordSteps = (companyId: CompanyId, runId: string, steps: ReadonlyArray<NewStep>, status: RunStatus, state: unknown, resumeAt: Date | null) =>
         sql`
-          WITH ${stepRows(companyId, runId, steps)} run AS (
+          WITH ${stepRows(companyId, steps)} run AS (
             UPDATE automation_runs SET status = ${status}, state = ${json(state)}::jsonb, resume_at = ${resumeAt}
             WHERE company_id = ${companyId} AND id = ${runId})
           SELECT 1`.pipe(Effect.asVoid, Effect.orDie)
 
-      const finishRun = (companyId: CompanyId, runId: string, end: {
-        readonly status: RunStatus
-        readonly error: string | null
-        readonly at: Date
-        readonly steps: ReadonlyArray<NewStep>
-        readonly state: unknown
-      }) =>
-        sql`${stepRows(companyId, runId, end.steps)} finished AS (
-          UPDATE automation_runs SET status = ${end.status}, error = ${end.error}, finished_at = ${end.at}, resume_at = NULL
-            ${end.state === null ? sql`` : sql`, state = ${json(end.state)}::jsonb`}
-          WHERE company_id = ${companyId} AND id = ${runId})`
+      const finishRuns = (companyId: CompanyId, ends: ReadonlyArray<RunEnd>, steps: ReadonlyArray<NewStep>) =>
+        sql`${stepRows(companyId, steps)} finished AS (
+          UPDATE automation_runs r SET status = e.status, error = e.error, finished_at = e.at, resume_at = NULL,
+            state = CASE WHEN e.keep THEN r.state ELSE e.state END
+          FROM ROWS FROM (jsonb_to_recordset(${json(ends.map((end) => ({
+            run_id: end.runId,
+            status: end.status,
+            error: end.error,
+            at: end.at.toISOString(),
+            keep: end.state === null,
+            state: end.state
+          })))}::jsonb) AS (run_id uuid, status text, error text, at timestamptz, keep boolean, state jsonb)) AS e
+          WHERE r.company_id = ${companyId} AND r.id = e.run_id)`
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        admitRun, admitted, loadRun, graph, step, saveState, recordSteps, finishRun
+        admitRun, admitted, loadRun, graph, step, saveState, recordSteps, finishRuns
       })
     })
   )

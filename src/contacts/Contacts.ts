@@ -142,6 +142,15 @@ export class Contacts extends Context.Service<Contacts, {
    * its `contact` carrying the id and the tags; `tag.added` for an addition). False: nothing to change.
    */
   changeTag(id: number, tagId: number, adding: boolean): Effect.Effect<boolean, Forbidden | NotFound | Unprocessable, CurrentActor>
+  /**
+   * `changeTag` for many contacts at once (automation steps): one read and at most one write. Each
+   * change answers on its own, in order: whether it changed the contact, or why it was refused.
+   */
+  changeTags(changes: ReadonlyArray<{ readonly id: number; readonly tagId: number }>, adding: boolean): Effect.Effect<
+    ReadonlyArray<boolean | NotFound | Unprocessable>,
+    Forbidden,
+    CurrentActor
+  >
   setOptOut(id: number, optedOut: boolean): Effect.Effect<{ readonly changed: boolean; readonly opted_out_at: string | null }, Forbidden | NotFound, CurrentActor>
 }>()("crm/contacts/Contacts") {
   static readonly layerNoDeps = Layer.effect(
@@ -380,24 +389,37 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
-      const changeTag = Effect.fn("Contacts.changeTag")(function*(id: number, tagId: number, adding: boolean) {
+      const changeTags = Effect.fn("Contacts.changeTags")(function*(changes: ReadonlyArray<{ readonly id: number; readonly tagId: number }>, adding: boolean) {
         const company = yield* requirePermission("contact.update")
-        const state = yield* repo.tagging(company.id, id, tagId)
-        if (Option.isNone(state)) return yield* contactNotFound()
-        const { tag, tags } = state.value
-        if (tag === null) return yield* invalidField("tag_id", "The selected tag id is invalid.")
-        const present = tags.some((t) => t.id === tagId)
-        if (present === adding) return false
-        const after = adding
-          ? [...tags, tag].sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()) || a.id - b.id)
-          : tags.filter((t) => t.id !== tagId)
-        const write = repo.changeTag(company.id, id, tagId, adding)
-        // Conditional on the row written: a change that raced this one is announced once, by its writer.
+        const state = yield* repo.taggings(company.id, [...new Set(changes.map((c) => c.id))], [...new Set(changes.map((c) => c.tagId))])
+        const tagsOf = new Map(state.contacts)
+        const pairs: Array<{ id: number; tagId: number }> = []
+        const results = changes.map((change): boolean | NotFound | Unprocessable => {
+          const tags = tagsOf.get(change.id)
+          if (tags === undefined) return contactNotFound()
+          const tag = state.tags.get(change.tagId)
+          if (tag === undefined) return invalidField("tag_id", "The selected tag id is invalid.")
+          if (tags.some((t) => t.id === change.tagId) === adding) return false
+          tagsOf.set(change.id, adding
+            ? [...tags, tag].sort((a, b) => a.name.toLowerCase().localeCompare(b.name.toLowerCase()) || a.id - b.id)
+            : tags.filter((t) => t.id !== change.tagId))
+          pairs.push(change)
+          return true
+        })
+        if (pairs.length === 0) return results
+        const write = repo.changeTags(company.id, pairs, adding)
+        const touched = [...new Set(pairs.map((p) => p.id))]
+        // Each conditional on its own row written: a change that raced this one is announced once, by its writer.
         yield* events.emitMany(company.id, [
-          { key: "contact.updated", payload: { contact: { id, tags: after }, contact_id: id, changes: ["tags"] } },
-          ...(adding ? [{ key: "tag.added", payload: { contact_id: id, tag_id: tagId } }] : [])
-        ], write.along, write.changed)
-        return true
+          ...touched.map((id) => ({ key: "contact.updated", payload: { contact: { id, tags: tagsOf.get(id) }, contact_id: id, changes: ["tags"] } })),
+          ...(adding ? pairs.map((p) => ({ key: "tag.added", payload: { contact_id: p.id, tag_id: p.tagId } })) : [])
+        ], write.along, write.changedFor)
+        return results
+      })
+
+      const changeTag = Effect.fn("Contacts.changeTag")(function*(id: number, tagId: number, adding: boolean) {
+        const [result] = yield* changeTags([{ id, tagId }], adding)
+        return typeof result === "boolean" ? result : yield* result
       })
 
       const setOptOut = Effect.fn("Contacts.setOptOut")(function*(id: number, optedOut: boolean) {
@@ -419,7 +441,7 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
-      return Contacts.of({ list, lookup, channelOptions, resolve, get, create, update, remove, merge, replaceTags, changeTag, setOptOut })
+      return Contacts.of({ list, lookup, channelOptions, resolve, get, create, update, remove, merge, replaceTags, changeTag, changeTags, setOptOut })
     })
   )
 

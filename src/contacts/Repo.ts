@@ -99,9 +99,14 @@ const columns = (sql: SqlClient.SqlClient) =>
 
 const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_replace(${sql.literal(column)}, '[^0-9]', '', 'g')`
 
-export interface TagState {
-  readonly tags: ReadonlyArray<{ readonly id: number; readonly name: string }>
-  readonly tag: { readonly id: number; readonly name: string } | null
+export interface TagRef {
+  readonly id: number
+  readonly name: string
+}
+
+export interface Taggings {
+  readonly contacts: ReadonlyMap<number, ReadonlyArray<TagRef>>
+  readonly tags: ReadonlyMap<number, TagRef>
 }
 
 /** Contacts of one company; every statement carries the company id. */export class ContactsRepo extends Context.Service<ContactsRepo, {
@@ -125,12 +130,17 @@ export interface TagState {
   tagsOf(companyId: CompanyId, tagIds: ReadonlyArray<number>): Effect.Effect<ReadonlySet<number>>
   replaceTags(companyId: CompanyId, id: number, tagIds: ReadonlyArray<number>): Effect.Effect<void>
   /** A live contact's tags (in the contact's order) and the company's tag `tagId` (null: no such tag); none without a live contact. */
-  tagging(companyId: CompanyId, id: number, tagId: number): Effect.Effect<Option.Option<TagState>>
+  /** The tags of the live contacts among `ids` (a contact absent is not live), and which of `tagIds` are the company's. */
+  taggings(companyId: CompanyId, ids: ReadonlyArray<number>, tagIds: ReadonlyArray<number>): Effect.Effect<Taggings>
   /**
-   * One tag added to (or removed from) a live contact, as data-modifying CTEs to write in one statement
-   * with the events that announce it; `changed` holds in that statement when a row was written.
+   * Tags added to (or removed from) live contacts, as data-modifying CTEs to write in one statement
+   * with the events that announce them. `changedFor` holds in that statement for an event (`v`, see
+   * `EventsRepo.insertMany`) whose contact had a row written, and for a `tag.added` whose own pair was.
    */
-  changeTag(companyId: CompanyId, id: number, tagId: number, adding: boolean): { readonly along: Statement.Fragment; readonly changed: Statement.Fragment }
+  changeTags(companyId: CompanyId, pairs: ReadonlyArray<{ readonly id: number; readonly tagId: number }>, adding: boolean): {
+    readonly along: Statement.Fragment
+    readonly changedFor: Statement.Fragment
+  }
   mergeCounts(companyId: CompanyId, sourceId: number, targetId: number): Effect.Effect<MergeCounts>
   merge(companyId: CompanyId, sourceId: number, targetId: number): Effect.Effect<void>
   setOptOut(companyId: CompanyId, id: number, optedOut: boolean): Effect.Effect<Option.Option<Date | null>>
@@ -419,33 +429,45 @@ export interface TagState {
           yield* sql`UPDATE contacts SET updated_at = now() WHERE company_id = ${companyId} AND id = ${id}`
         }).pipe(Effect.orDie)
 
-      const tagging = (companyId: CompanyId, id: number, tagId: number) =>
-        sql<TagState>`
+      const taggings = (companyId: CompanyId, ids: ReadonlyArray<number>, tagIds: ReadonlyArray<number>) =>
+        sql<{ contacts: Array<{ id: number; tags: Array<TagRef> }> | null; tags: Array<TagRef> | null }>`
           SELECT
-            COALESCE((SELECT json_agg(json_build_object('id', t.id, 'name', t.name) ORDER BY lower(t.name), t.id)
-              FROM contact_tags ct JOIN tags t ON t.id = ct.tag_id AND t.company_id = ${companyId}
-              WHERE ct.company_id = ${companyId} AND ct.contact_id = c.id), '[]'::json) AS tags,
-            (SELECT json_build_object('id', t.id, 'name', t.name) FROM tags t WHERE t.company_id = ${companyId} AND t.id = ${tagId}) AS tag
-          FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL`.pipe(
-          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+            (SELECT json_agg(json_build_object('id', c.id,
+              'tags', COALESCE((SELECT json_agg(json_build_object('id', t.id, 'name', t.name) ORDER BY lower(t.name), t.id)
+                FROM contact_tags ct JOIN tags t ON t.id = ct.tag_id AND t.company_id = ${companyId}
+                WHERE ct.company_id = ${companyId} AND ct.contact_id = c.id), '[]'::json)))
+              FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ANY(${`{${ids.join(",")}}`}::bigint[]) AND c.deleted_at IS NULL) AS contacts,
+            (SELECT json_agg(json_build_object('id', t.id, 'name', t.name))
+              FROM tags t WHERE t.company_id = ${companyId} AND t.id = ANY(${`{${tagIds.join(",")}}`}::bigint[])) AS tags`.pipe(
+          Effect.map(([row]): Taggings => ({
+            contacts: new Map((row.contacts ?? []).map((c) => [Number(c.id), c.tags])),
+            tags: new Map((row.tags ?? []).map((t) => [Number(t.id), t]))
+          })),
           Effect.orDie
         )
 
-      const changeTag = (companyId: CompanyId, id: number, tagId: number, adding: boolean) => ({
-        along: sql`tag_change AS (${
-          adding
-            ? sql`
-              INSERT INTO contact_tags (company_id, contact_id, tag_id)
-              SELECT c.company_id, c.id, t.id FROM contacts c JOIN tags t ON t.company_id = c.company_id AND t.id = ${tagId}
-              WHERE c.company_id = ${companyId} AND c.id = ${id} AND c.deleted_at IS NULL
-              ON CONFLICT DO NOTHING RETURNING contact_id`
-            : sql`
-              DELETE FROM contact_tags WHERE company_id = ${companyId} AND contact_id = ${id} AND tag_id = ${tagId}
-              RETURNING contact_id`
-        }), tag_touch AS (
-          UPDATE contacts SET updated_at = now() WHERE company_id = ${companyId} AND id IN (SELECT contact_id FROM tag_change))`,
-        changed: sql`EXISTS (SELECT 1 FROM tag_change)`
-      })
+      const changeTags = (companyId: CompanyId, pairs: ReadonlyArray<{ readonly id: number; readonly tagId: number }>, adding: boolean) => {
+        const list = sql`ROWS FROM (jsonb_to_recordset(${JSON.stringify(pairs.map((p) => ({ contact_id: p.id, tag_id: p.tagId })))}::jsonb)
+          AS (contact_id bigint, tag_id bigint)) AS p`
+        return {
+          along: sql`tag_change AS (${
+            adding
+              ? sql`
+                INSERT INTO contact_tags (company_id, contact_id, tag_id)
+                SELECT c.company_id, c.id, t.id FROM ${list}
+                JOIN contacts c ON c.company_id = ${companyId} AND c.id = p.contact_id AND c.deleted_at IS NULL
+                JOIN tags t ON t.company_id = c.company_id AND t.id = p.tag_id
+                ON CONFLICT DO NOTHING RETURNING contact_id, tag_id`
+              : sql`
+                DELETE FROM contact_tags ct USING ${list}
+                WHERE ct.company_id = ${companyId} AND ct.contact_id = p.contact_id AND ct.tag_id = p.tag_id
+                RETURNING ct.contact_id, ct.tag_id`
+          }), tag_touch AS (
+            UPDATE contacts SET updated_at = now() WHERE company_id = ${companyId} AND id IN (SELECT contact_id FROM tag_change))`,
+          changedFor: sql`EXISTS (SELECT 1 FROM tag_change x WHERE x.contact_id = (v.payload->>'contact_id')::bigint
+            AND (v.key <> 'tag.added' OR x.tag_id = (v.payload->>'tag_id')::bigint))`
+        }
+      }
 
       const mergeCounts = (companyId: CompanyId, sourceId: number, targetId: number) =>
         sql<MergeCounts>`
@@ -593,8 +615,8 @@ export interface TagState {
         resolve,
         tagsOf,
         replaceTags,
-        tagging,
-        changeTag,
+        taggings,
+        changeTags,
         mergeCounts,
         merge,
         setOptOut,

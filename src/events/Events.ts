@@ -40,7 +40,8 @@ export class Events extends Context.Service<Events, {
   emit(companyId: number, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
   /**
    * `emit` for many events of one company in one statement (numbered in this order); with `when`, a
-   * condition over `along`'s CTEs, they are written only if it holds (the conditional write happened).
+   * condition over `along`'s CTEs, they are written only if it holds (the conditional write happened);
+   * it may read the event it is checked for as `v` (`v.key`, `v.payload`), to write some of them.
    * A batch (`numberedFrom` events, no `when`) is numbered as it is written: `along` runs as its own
    * statement, then the events under the company's counter lock, in a transaction (a savepoint in the
    * caller's), so a caller's transaction must end soon after.

@@ -39,7 +39,8 @@ export class EventsRepo extends Context.Service<EventsRepo, {
   insert(companyId: CompanyId, key: string, payload: unknown, along?: Statement.Fragment): Effect.Effect<void>
   /**
    * `insert` for many events in one statement, in the given order; with `when` (a condition over
-   * `along`'s CTEs) only if it holds, so an event announces a conditional write only when it happened.
+   * `along`'s CTEs) only if it holds, so an event announces a conditional write only when it happened;
+   * `when` is checked for each event, which it may read as `v` (`v.key`, `v.payload`).
    */
   insertMany(
     companyId: CompanyId,

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
 import type { ChannelType } from "../providers/Domain.ts"
 
@@ -52,6 +52,8 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
   channel(companyId: CompanyId, id: number): Effect.Effect<Option.Option<ChannelRow>>
   channelsOfType(companyId: CompanyId, type: string): Effect.Effect<ReadonlyArray<ChannelRow>>
   threadContext(companyId: CompanyId, threadId: number): Effect.Effect<Option.Option<ThreadContext>>
+  /** `threadContext` of some threads at once, by thread id (a thread not the company's is absent). */
+  threadContexts(companyId: CompanyId, threadIds: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, ThreadContext>>
   contact(companyId: CompanyId, id: number): Effect.Effect<Option.Option<{ readonly id: number; readonly blocked: boolean; readonly phones: ReadonlyArray<string> }>>
   account(companyId: CompanyId, id: number): Effect.Effect<Option.Option<AccountRow>>
   accountsOfContact(companyId: CompanyId, contactId: number, channelType: string): Effect.Effect<ReadonlyArray<AccountRow>>
@@ -93,7 +95,7 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
           SELECT ${channelColumns} FROM channels
           WHERE company_id = ${companyId} AND type = ${type} AND deleted_at IS NULL ORDER BY id`.pipe(Effect.orDie)
 
-      const threadContext = (companyId: CompanyId, threadId: number) =>
+      const contexts = (companyId: CompanyId, threadIds: Statement.Fragment) =>
         sql<ThreadContext>`
           SELECT t.id, t.conversation_id, t.channel_id, ch.type AS channel_type, ch.status AS channel_status,
                  (ch.deleted_at IS NOT NULL) AS channel_deleted, t.contact_account_id, ca.external_id AS account_external_id,
@@ -104,7 +106,12 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
           JOIN conversations cv ON cv.id = t.conversation_id
           JOIN contacts ct ON ct.id = cv.contact_id
           LEFT JOIN contact_accounts ca ON ca.id = t.contact_account_id
-          WHERE t.company_id = ${companyId} AND t.id = ${threadId}`.pipe(Effect.map(first), Effect.orDie)
+          WHERE t.company_id = ${companyId} AND t.id ${threadIds}`.pipe(Effect.orDie)
+
+      const threadContext = (companyId: CompanyId, threadId: number) => Effect.map(contexts(companyId, sql`= ${threadId}`), first)
+
+      const threadContexts = (companyId: CompanyId, threadIds: ReadonlyArray<number>) =>
+        Effect.map(contexts(companyId, sql`= ANY(${`{${threadIds.join(",")}}`}::bigint[])`), (rows) => new Map(rows.map((r) => [Number(r.id), r])))
 
       const contact = (companyId: CompanyId, id: number) =>
         sql<{ id: number; blocked: boolean; phones: ReadonlyArray<string> | null }>`
@@ -298,6 +305,7 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
         channel,
         channelsOfType,
         threadContext,
+        threadContexts,
         contact,
         account,
         accountsOfContact,

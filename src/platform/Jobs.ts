@@ -132,8 +132,8 @@ export class Jobs extends Context.Service<Jobs, {
   enqueueing<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, runAfter: DateTime.DateTime, when: Statement.Fragment): Effect.Effect<Statement.Fragment>
   /** Marks a still-queued job finished without running it, in the caller's transaction if any: its work was done in process. */
   dismiss(companyId: number, id: number): Effect.Effect<void>
-  /** `dismiss` as a statement to embed in the caller's own (`dismissed AS (…)`). */
-  dismissing(companyId: number, id: number): Statement.Fragment
+  /** `dismiss` of some jobs as a statement to embed in the caller's own (`dismissed AS (…)`). */
+  dismissing(companyId: number, ids: ReadonlyArray<number>): Statement.Fragment
   /** Signals to this process's runners that there may be work. */
   readonly wake: Effect.Effect<void>
   readonly wakeups: Effect.Effect<PubSub.Subscription<void>, never, Scope.Scope>
@@ -174,12 +174,12 @@ export class Jobs extends Context.Service<Jobs, {
             SELECT ${kind.name}, ${companyId}, ${json(encoded)}::jsonb, ${DateTime.toDateUtc(runAfter)} WHERE ${when}
             RETURNING id`)
 
-      const dismissing = (companyId: number, id: number) =>
+      const dismissing = (companyId: number, ids: ReadonlyArray<number>) =>
         sql`
           UPDATE jobs SET status = 'finished', finished_at = now(), updated_at = now()
-          WHERE company_id = ${companyId} AND id = ${id} AND status = 'queued' RETURNING id`
+          WHERE company_id = ${companyId} AND id = ANY(${`{${ids.join(",")}}`}::bigint[]) AND status = 'queued' RETURNING id`
 
-      const dismiss = (companyId: number, id: number) => dismissing(companyId, id).pipe(Effect.asVoid, Effect.orDie)
+      const dismiss = (companyId: number, id: number) => dismissing(companyId, [id]).pipe(Effect.asVoid, Effect.orDie)
 
       return Jobs.of({ enqueue, enqueueing, postpone, dismiss, dismissing, wake, wakeups: PubSub.subscribe(bus) })
     })

@@ -48,14 +48,19 @@ const embedded = (dataDir: string) =>
     })
   }))
 
+/** Where a PostgreSQL server listens: a TCP address, or a Unix socket's path. */
+export type PgAddress = { readonly host: string; readonly port: number } | { readonly path: string }
+
 /**
- * A TCP connection whose writes of one tick leave in one: the driver writes each statement as it is
+ * A connection whose writes of one tick leave in one: the driver writes each statement as it is
  * issued, and a multiplexed connection carries many fibers' statements, so under load several land in
  * the same tick. Each write is a system call in which, on loopback, the kernel also delivers the bytes
  * to PostgreSQL; corked until the tick ends they go out in one `writev`.
  */
-export const coalescingSocket = (host: string, port: number) => () => {
-  const socket = connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 })
+export const coalescingSocket = (address: PgAddress) => () => {
+  const socket = "path" in address
+    ? connect({ path: address.path })
+    : connect({ host: address.host, port: address.port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 60_000 })
   const write = socket.write.bind(socket) as (...args: Array<any>) => boolean
   let corked = false
   const flush = () => {
@@ -73,13 +78,18 @@ export const coalescingSocket = (host: string, port: number) => () => {
   return socket
 }
 
-/** The TCP address of a `postgres://` URL, or null when it names a Unix socket (left to the driver). */
-const tcpAddress = (url: string): { host: string; port: number } | null => {
+/**
+ * The server's address in a `postgres://` URL: its host and port, or with a directory as the host
+ * (`postgres://user@/db?host=/var/run/postgresql`) the Unix socket in it. Null when it cannot be read
+ * (left to the driver, which reports it).
+ */
+export const pgAddress = (url: string): PgAddress | null => {
   try {
     const parsed = new URL(url)
-    const host = decodeURIComponent(parsed.hostname) || "localhost"
-    if (host.startsWith("/") || parsed.searchParams.has("host")) return null
-    return { host: host.replace(/^\[|\]$/g, ""), port: parsed.port === "" ? 5432 : Number(parsed.port) }
+    const host = parsed.searchParams.get("host") ?? (decodeURIComponent(parsed.hostname) || "localhost")
+    const port = parsed.searchParams.get("port") ?? (parsed.port === "" ? "5432" : parsed.port)
+    if (host.startsWith("/")) return { path: `${host}/.s.PGSQL.${port}` }
+    return { host: host.replace(/^\[|\]$/g, ""), port: Number(port) }
   } catch {
     return null
   }
@@ -90,14 +100,14 @@ export const SqlLayer = Layer.unwrap(Effect.gen(function*() {
   return Option.match(config.databaseUrl, {
     onNone: () => embedded(config.dataDir),
     onSome: (url) => {
-      const address = tcpAddress(Redacted.value(url))
+      const address = pgAddress(Redacted.value(url))
       return PgClient.layer({
         url,
         maxConnections: 10,
         multiplex: true,
         types,
         applicationName: "crm",
-        ...(address === null ? {} : { stream: coalescingSocket(address.host, address.port) })
+        ...(address === null ? {} : { stream: coalescingSocket(address) })
       })
     }
   })

@@ -357,6 +357,35 @@ describe("automation runs", () => {
     assert.strictEqual((await runsOf(server, company.token, automation.id)).length, 1)
   })
 
+  it("writes the tag steps and the ends of runs that meet in one batch, each announced once and in order", async () => {
+    const company = await createCompany(server)
+    const channelId = await createChannel(server, company.token, "msgr_b")
+    const [red, blue] = [await createTag(company.token, "red"), await createTag(company.token, "Blue")]
+    const automations = []
+    for (let i = 0; i < 12; i++) {
+      automations.push(await activeAutomation(server, company.token, chain([
+        actionNode("tag", "add-tag", { tag_id: i % 2 === 0 ? red : blue }),
+        actionNode("n", "notify-user", { user_id: company.admin.id, message: `A${i}` })
+      ]), [trigger("message.created")], `A${i}`))
+    }
+    const received = await inbound(server, company.token, channelId, { from: { external_id: "b-1", name: "B" }, text: "hi" })
+    const runs = (await Promise.all(automations.map((a) => finishedRuns(server, company.token, a.id)))).flat()
+    assert.deepStrictEqual(runs.map((r: any) => [r.status, r.steps.map((s: any) => `${s.node_id}:${s.status}`).join(",")]), runs.map(() => ["succeeded", "tag:succeeded,n:succeeded"]))
+    const contactId = await contactOfConversation(received.conversation_id)
+    assert.deepStrictEqual(await tagsOf(contactId), [red, blue].sort((a, b) => a - b))
+    // Six runs add each tag: each tag is announced added once, and the contact's last update lists both, in name order.
+    const added = await payloadsOf(server, company.id, "tag.added")
+    assert.deepStrictEqual(added.map((p: any) => p.tag_id).sort((a: number, b: number) => a - b), [red, blue].sort((a, b) => a - b))
+    const updates = (await payloadsOf(server, company.id, "contact.updated")).filter((p: any) => p.changes?.includes("tags"))
+    assert.isAtMost(updates.length, 2)
+    assert.deepStrictEqual(updates.at(-1).contact.tags, [{ id: blue, name: "Blue" }, { id: red, name: "red" }])
+    const finished = await payloadsOf(server, company.id, "automation.run.finished")
+    assert.deepStrictEqual(finished.map((p: any) => p.run_id).sort(), runs.map((r: any) => r.id).sort())
+    // Runs that ended while another's end was being written share its transaction.
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(DISTINCT xmin::text)::int AS n FROM automation_runs WHERE company_id = $1", [company.id])
+    assert.isBelow(n, runs.length, "the ends of the runs were written one by one")
+  })
+
   it("starts at most 10 runs per contact and hour; the rest are logged as cancelled", async () => {
     const company = await createCompany(server)
     const channelId = await createChannel(server, company.token, "msgr_b")

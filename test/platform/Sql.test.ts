@@ -4,17 +4,21 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { once } from "node:events"
 import { createServer, type Socket } from "node:net"
-import { coalescingSocket, inSnapshot } from "../../src/platform/Sql.ts"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { coalescingSocket, inSnapshot, type PgAddress, pgAddress } from "../../src/platform/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
-/** A loopback server that keeps what each connection sent. */
-const sink = async () => {
+/** A loopback server (TCP, or a Unix socket at `path`) that keeps what each connection sent. */
+const sink = async (path?: string) => {
   const received: Array<Buffer> = []
   const server = createServer((socket) => socket.on("data", (chunk) => received.push(chunk)))
-  server.listen(0, "127.0.0.1")
+  if (path === undefined) server.listen(0, "127.0.0.1")
+  else server.listen(path)
   await once(server, "listening")
-  const port = (server.address() as { port: number }).port
-  return { port, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+  const address: PgAddress = path === undefined ? { host: "127.0.0.1", port: (server.address() as { port: number }).port } : { path }
+  return { address, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
 }
 
 /** Counts the socket's calls into the stream machinery: one `_writev` for a batch, one `_write` per lone chunk. */
@@ -43,9 +47,17 @@ const until = async (check: () => boolean) => {
 }
 
 describe("the database socket", () => {
-  it("sends a tick's writes in one writev, in order, and a later tick's on their own", async () => {
-    const server = await sink()
-    const socket = coalescingSocket("127.0.0.1", server.port)() as Socket
+  it("reads the server's address from the URL: host and port, or the Unix socket in a host directory", () => {
+    assert.deepStrictEqual(pgAddress("postgres://u@db.internal:6543/crm"), { host: "db.internal", port: 6543 })
+    assert.deepStrictEqual(pgAddress("postgres://u@[::1]/crm"), { host: "::1", port: 5432 })
+    assert.deepStrictEqual(pgAddress("postgres:///crm?host=/var/run/postgresql&user=u"), { path: "/var/run/postgresql/.s.PGSQL.5432" })
+    assert.deepStrictEqual(pgAddress("postgres://u@%2Ftmp:5433/crm"), { path: "/tmp/.s.PGSQL.5433" })
+    assert.strictEqual(pgAddress("not a url"), null)
+  })
+
+  it.each(["tcp", "unix"])("sends a tick's writes in one writev, in order, and a later tick's on their own (%s)", async (kind) => {
+    const server = await sink(kind === "tcp" ? undefined : join(mkdtempSync(join(tmpdir(), "crm-sock-")), ".s.PGSQL.5432"))
+    const socket = coalescingSocket(server.address)() as Socket
     try {
       await once(socket, "connect")
       const calls = spy(socket)
