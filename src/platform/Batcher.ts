@@ -1,4 +1,4 @@
-import { Cause, Deferred, Effect, Exit, type Scope } from "effect"
+import { Cause, type Context, Deferred, Effect, Exit, type Scope } from "effect"
 
 /**
  * Calls of one key coalesced into batches: a call waits for the batch that takes it, and a batch of a
@@ -25,6 +25,9 @@ export const makeBatcher = <I, O>(options: {
 }): Effect.Effect<Batcher<I, O>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
+    // A batch runs in the context the batcher was made in, never in the context of the call that
+    // started it: that call may be inside a transaction its batch must not join.
+    const context = yield* Effect.context<never>()
     const queues = new Map<string, Array<Waiting<I, O>>>()
 
     const drain = (key: string): Effect.Effect<void> =>
@@ -61,7 +64,7 @@ export const makeBatcher = <I, O>(options: {
           return Deferred.await(done)
         }
         queues.set(key, [{ item, done }])
-        return Effect.andThen(Effect.forkIn(drain(key), scope), Deferred.await(done))
+        return Effect.andThen(Effect.forkIn(Effect.updateContext(drain(key), (_: Context.Context<never>) => context), scope), Deferred.await(done))
       })
 
     return { submit }

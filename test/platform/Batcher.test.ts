@@ -1,5 +1,5 @@
 import { assert, describe, it } from "vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { makeBatcher } from "../../src/platform/Batcher.ts"
 
 /** A batcher whose batches are recorded, each held until the test lets it go (`gate`). */
@@ -98,5 +98,21 @@ describe("Batcher", () => {
       yield* open(1)
       assert.strictEqual(yield* Fiber.join(two), "low:8")
       assert.deepStrictEqual(batches.map((b) => b.items), [[7], [8]])
+    }).pipe(Effect.scoped, Effect.runPromise))
+
+  it("runs a batch in the batcher's own context, not in that of the call that started it (a transaction)", () =>
+    Effect.gen(function*() {
+      const Transaction = Context.Service<{ readonly id: string }>("test/Transaction")
+      const seen: Array<Option.Option<{ readonly id: string }>> = []
+      const batcher = yield* makeBatcher<number, number>({
+        key: () => "k",
+        max: 10,
+        run: (_, items) => Effect.map(Effect.serviceOption(Transaction), (tx) => {
+          seen.push(tx)
+          return items
+        })
+      })
+      assert.strictEqual(yield* batcher.submit(1).pipe(Effect.provideService(Transaction, { id: "caller's" })), 1)
+      assert.deepStrictEqual(seen, [Option.none()])
     }).pipe(Effect.scoped, Effect.runPromise))
 })
