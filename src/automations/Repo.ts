@@ -159,6 +159,14 @@ export interface NewStep {
   readonly finishedAt: Date
 }
 
+/** A run as its admission wrote it: `actor` and `timezone` are what its steps need (see `loadRun`). */
+export interface Admitted {
+  readonly status: RunStatus
+  readonly jobId: number | null
+  readonly actor: RunState["actor"]
+  readonly timezone: string
+}
+
 /** A run's end: its state is kept when `state` is null. */
 export interface RunEnd {
   readonly runId: string
@@ -184,18 +192,20 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
   runs(companyId: CompanyId, automationId: string | null, page: number, perPage: number): Effect.Effect<{ items: ReadonlyArray<Run>; total: number }>
   run(companyId: CompanyId, automationId: string, runId: string): Effect.Effect<Option.Option<Run & { steps: ReadonlyArray<Step> }>>
   /**
-   * Writes the run, `cancelled` with `guard.skipped` as its error when its contact started `guard.limit`
-   * runs of the automation since `guard.since` (the loop guard), in one statement. Null when the event
-   * already started a run of this automation (replayed, or another runner saw it too). `fallback`, a
-   * job insert conditional on `admitted`, is written in the same statement.
+   * Writes runs, each `cancelled` with `guard.skipped` as its error when its contact started `guard.limit`
+   * runs of its automation since `guard.since` (the loop guard, counting the batch's earlier runs too),
+   * in one statement. A run absent from the answer was not written: its event already started a run of
+   * its automation (replayed, or another runner saw it too). `fallback`, job inserts conditional on
+   * `admitted` and returning each job's `payload` (whose `runId` names its run), is written in the same
+   * statement.
    */
-  admitRun(
+  admitRuns(
     companyId: CompanyId,
-    run: NewRun,
+    runs: ReadonlyArray<NewRun>,
     guard: { readonly since: Date; readonly limit: number; readonly skipped: string },
     fallback: Statement.Fragment
-  ): Effect.Effect<{ readonly status: RunStatus; readonly jobId: number | null; readonly actor: RunState["actor"]; readonly timezone: string } | null>
-  /** In `admitRun`'s statement: the run was admitted to run (what its `fallback` job is written on). */
+  ): Effect.Effect<ReadonlyMap<string, Admitted>>
+  /** In `admitRuns`'s statement, for a fallback job whose key (`p.key`) is its run's id: the run was admitted to run. */
   readonly admitted: Statement.Fragment
   loadRun(companyId: CompanyId, runId: string): Effect.Effect<Option.Option<RunState>>
   /** A version's graph (versions never change once written). */
@@ -324,7 +334,7 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
           WHERE company_id = ${companyId} AND automation_id = ${automationId} AND contact_id = ${contactId}
             AND status <> 'cancelled' AND started_at > ${since}`.pipe(Effect.map((rows) => rows[0].n), Effect.orDie)
 
-      const admitted = sql`EXISTS (SELECT 1 FROM ins WHERE status = 'running')`
+      const admitted = sql`p.key IN (SELECT id::text FROM ins WHERE status = 'running')`
 
       /** Who a run's steps act as: the automation's creator while a member, else the company's first admin (null: no member). */
       const actorOf = (automationId: Statement.Fragment, company: Statement.Fragment) => sql`(
@@ -339,41 +349,59 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
         FROM companies co LEFT JOIN contacts ct ON ct.company_id = co.id AND ct.id = ${contactId}
         WHERE co.id = ${company})`
 
-      const admitRun = (
+      const admitRuns = (
         companyId: CompanyId,
-        r: NewRun,
+        runs: ReadonlyArray<NewRun>,
         guard: { readonly since: Date; readonly limit: number; readonly skipped: string },
         fallback: Statement.Fragment
       ) =>
-        sql<{ status: RunStatus; job_id: number | null; actor: RunState["actor"]; timezone: string }>`
-          WITH recent AS (
-            SELECT count(*)::int AS n FROM automation_runs
-            WHERE company_id = ${companyId} AND automation_id = ${r.automationId} AND contact_id = ${r.contactId}
-              AND status <> 'cancelled' AND started_at > ${guard.since}
+        sql<{ id: string; status: RunStatus; job_id: number | null; actor: RunState["actor"]; timezone: string }>`
+          WITH req AS (
+            SELECT r.*, CASE WHEN r.contact_id IS NULL THEN 0
+              ELSE count(*) OVER (PARTITION BY r.automation_id, r.contact_id ORDER BY r.n) - 1 END AS earlier
+            FROM ROWS FROM (jsonb_to_recordset(${json(runs.map((r) => ({
+              id: r.id,
+              automation_id: r.automationId,
+              version_id: r.versionId,
+              contact_id: r.contactId,
+              event: r.event,
+              event_id: r.eventId,
+              trigger_payload: r.triggerPayload,
+              context: r.context,
+              state: r.state,
+              at: r.at.toISOString()
+            })))}::jsonb) AS (id uuid, automation_id uuid, version_id uuid, contact_id bigint, event text, event_id bigint,
+              trigger_payload jsonb, context jsonb, state jsonb, at timestamptz))
+              WITH ORDINALITY AS r(id, automation_id, version_id, contact_id, event, event_id, trigger_payload, context, state, at, n)
+          ), guarded AS (
+            SELECT req.*, req.earlier + (
+              SELECT count(*)::int FROM automation_runs x
+              WHERE x.company_id = ${companyId} AND x.automation_id = req.automation_id AND x.contact_id = req.contact_id
+                AND x.status <> 'cancelled' AND x.started_at > ${guard.since}) >= ${guard.limit}::int AS skipped
+            FROM req
           ), ins AS (
             INSERT INTO automation_runs (id, company_id, automation_id, version_id, contact_id, trigger_event, trigger_event_id, status,
               trigger_payload, context, state, error, started_at, finished_at)
-            SELECT ${r.id}::uuid, ${companyId}::bigint, ${r.automationId}::uuid, ${r.versionId}::uuid, ${r.contactId}::bigint, ${r.event}::text,
-              ${r.eventId}::bigint, CASE WHEN recent.n >= ${guard.limit}::int THEN 'cancelled' ELSE 'running' END,
-              ${json(r.triggerPayload)}::jsonb, ${json(r.context)}::jsonb, ${json(r.state)}::jsonb,
-              CASE WHEN recent.n >= ${guard.limit}::int THEN ${guard.skipped}::text END, ${r.at}::timestamptz,
-              CASE WHEN recent.n >= ${guard.limit}::int THEN ${r.at}::timestamptz END
-            FROM recent
-            ON CONFLICT DO NOTHING RETURNING status
+            SELECT g.id, ${companyId}::bigint, g.automation_id, g.version_id, g.contact_id, g.event, g.event_id,
+              CASE WHEN g.skipped THEN 'cancelled' ELSE 'running' END, g.trigger_payload, g.context, g.state,
+              CASE WHEN g.skipped THEN ${guard.skipped}::text END, g.at, CASE WHEN g.skipped THEN g.at END
+            FROM guarded g ORDER BY g.n
+            ON CONFLICT DO NOTHING RETURNING id, automation_id, contact_id, status, started_at
           ), counted AS (
-            UPDATE automations SET executions_count = executions_count + 1, last_run_at = ${r.at}
-            WHERE company_id = ${companyId} AND id = ${r.automationId} AND ${admitted}
+            UPDATE automations a SET executions_count = a.executions_count + c.n, last_run_at = c.at
+            FROM (SELECT automation_id, count(*)::int AS n, max(started_at) AS at FROM ins WHERE status = 'running' GROUP BY automation_id) c
+            WHERE a.company_id = ${companyId} AND a.id = c.automation_id
           ), fallback AS (${fallback})
-          SELECT ins.status, (SELECT id FROM fallback) AS job_id, ${actorOf(sql`${r.automationId}::uuid`, sql`${companyId}::bigint`)} AS actor,
-            ${timezoneOf(sql`${companyId}::bigint`, sql`${r.contactId}::bigint`)} AS timezone
-          FROM ins`.pipe(
+          SELECT ins.id, ins.status, f.id AS job_id, ${actorOf(sql`ins.automation_id`, sql`${companyId}::bigint`)} AS actor,
+            ${timezoneOf(sql`${companyId}::bigint`, sql`ins.contact_id`)} AS timezone
+          FROM ins LEFT JOIN fallback f ON f.payload->>'runId' = ins.id::text`.pipe(
           Effect.map((rows) =>
-            rows[0] === undefined ? null : {
-              status: rows[0].status,
-              jobId: rows[0].job_id === null ? null : Number(rows[0].job_id),
-              actor: rows[0].actor,
-              timezone: rows[0].timezone
-            }
+            new Map(rows.map((row) => [String(row.id), {
+              status: row.status,
+              jobId: row.job_id === null ? null : Number(row.job_id),
+              actor: row.actor,
+              timezone: row.timezone
+            }]))
           ),
           Effect.orDie
         )
@@ -449,7 +477,7 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
 
       return AutomationsRepo.of({
         list, find, insert, update, delete: remove, insertVersion, latestVersion, versions, published, runs, run,
-        admitRun, admitted, loadRun, graph, step, saveState, recordSteps, finishRuns
+        admitRuns, admitted, loadRun, graph, step, saveState, recordSteps, finishRuns
       })
     })
   )

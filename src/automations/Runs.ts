@@ -1,9 +1,10 @@
 import { Clock, Context, DateTime, Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import { CompanyId } from "../auth/Domain.ts"
+import { makeBatcher } from "../platform/Batcher.ts"
 import { Jobs, jobKind } from "../platform/Jobs.ts"
 import { redact } from "./Pii.ts"
-import { AutomationsRepo } from "./Repo.ts"
+import { AutomationsRepo, type NewRun } from "./Repo.ts"
 import type { Started, StartRequest } from "./Starter.ts"
 
 /** Runs one contact may start of one automation per hour; later triggers are skipped and logged as cancelled runs. */
@@ -33,7 +34,12 @@ export const firstState = { pending: [], visits: {}, outputs: {}, started: false
 /** How long the fallback job of a first segment run in process is held off, renewed while it runs. */
 export const directHoldMs = 30_000
 
-/** Starting runs: the loop guard, the run row and its fallback job, in one statement. */
+/**
+ * Starting runs: the loop guard, the run row and its fallback job, in one statement. The runs that a
+ * company's automations start while an earlier admission of the company is being written are admitted
+ * together, in one statement; each automation still admits its own runs one at a time (its entity), so
+ * the loop guard's count cannot race.
+ */
 export class Runs extends Context.Service<Runs, {
   /** The run admitted (null: the event already started one, or the loop guard skipped it). */
   start(request: StartRequest): Effect.Effect<Started | null>
@@ -44,14 +50,11 @@ export class Runs extends Context.Service<Runs, {
       const repo = yield* AutomationsRepo
       const jobs = yield* Jobs
 
-      const start = Effect.fnUntraced(function*(request: StartRequest) {
-        const companyId = CompanyId.make(request.companyId)
+      const admit = Effect.fnUntraced(function*(requests: ReadonlyArray<StartRequest>) {
+        const companyId = CompanyId.make(requests[0].companyId)
         const at = new Date(yield* Clock.currentTimeMillis)
-        const id = randomUUID()
-        // The run and its fallback job in one statement: a run row never lacks its job.
-        const fallback = yield* jobs.enqueueing(RunJob, companyId, { runId: id, segment: 0 }, DateTime.fromDateUnsafe(new Date(at.getTime() + directHoldMs)), repo.admitted)
-        const admitted = yield* repo.admitRun(companyId, {
-          id,
+        const runs = requests.map((request): NewRun => ({
+          id: randomUUID(),
           automationId: request.automationId,
           versionId: request.versionId,
           contactId: request.contactId,
@@ -63,26 +66,43 @@ export class Runs extends Context.Service<Runs, {
           state: firstState,
           error: null,
           at
-        }, {
+        }))
+        // The runs and their fallback jobs in one statement: a run row never lacks its job.
+        const fallback = yield* jobs.enqueueing(
+          RunJob,
+          companyId,
+          runs.map((run) => ({ key: run.id, payload: { runId: run.id, segment: 0 } })),
+          DateTime.fromDateUnsafe(new Date(at.getTime() + directHoldMs)),
+          repo.admitted
+        )
+        const admitted = yield* repo.admitRuns(companyId, runs, {
           since: new Date(at.getTime() - 3600_000),
           limit: runsPerContactPerHour,
           skipped: `Skipped: the contact already started ${runsPerContactPerHour} runs of this automation in the last hour.`
         }, fallback)
-        if (admitted !== null && admitted.status === "running" && admitted.jobId !== null) {
-          return { runId: id, jobId: admitted.jobId, enqueuedAt: at.getTime(), actor: admitted.actor, timezone: admitted.timezone }
-        }
-        const status = admitted?.status ?? null
-        if (status === "cancelled") {
-          yield* Effect.logWarning("automation run skipped by the loop guard", {
-            automation_id: request.automationId,
-            contact_id: request.contactId,
-            company_id: request.companyId
-          })
-        }
-        return null
+        return yield* Effect.forEach(runs, (run, i) => {
+          const row = admitted.get(run.id)
+          if (row !== undefined && row.status === "running" && row.jobId !== null) {
+            return Effect.succeed<Started | null>({ runId: run.id, jobId: row.jobId, enqueuedAt: at.getTime(), actor: row.actor, timezone: row.timezone })
+          }
+          const skipped = row?.status === "cancelled"
+            ? Effect.logWarning("automation run skipped by the loop guard", {
+              automation_id: run.automationId,
+              contact_id: run.contactId,
+              company_id: requests[i].companyId
+            })
+            : Effect.void
+          return Effect.as(skipped, null)
+        })
       })
 
-      return Runs.of({ start })
+      const admissions = yield* makeBatcher<StartRequest, Started | null>({
+        key: (request) => String(request.companyId),
+        max: 256,
+        run: (_, requests) => admit(requests)
+      })
+
+      return Runs.of({ start: admissions.submit })
     })
   )
 }

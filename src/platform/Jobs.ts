@@ -126,10 +126,18 @@ export class Jobs extends Context.Service<Jobs, {
    */
   postpone(companyId: number, id: number, runAfter: DateTime.DateTime): Effect.Effect<boolean>
   /**
-   * `enqueue` as a statement to embed in the caller's own (`fallback AS (…)`), inserting only where
-   * `when` holds and returning the job's `id`. No runner is woken: for a fallback found by the next poll.
+   * `enqueue` of jobs of one kind as a statement to embed in the caller's own (`fallback AS (…)`): each
+   * payload's job is inserted only where `when` holds for it (a condition that reads its `key` as
+   * `p.key`), returning each job's `id` and `payload`. No runner is woken: for fallbacks found by the
+   * next poll.
    */
-  enqueueing<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, runAfter: DateTime.DateTime, when: Statement.Fragment): Effect.Effect<Statement.Fragment>
+  enqueueing<P, Pr>(
+    kind: JobKind<P, Pr>,
+    companyId: number,
+    payloads: ReadonlyArray<{ readonly key: string; readonly payload: P }>,
+    runAfter: DateTime.DateTime,
+    when: Statement.Fragment
+  ): Effect.Effect<Statement.Fragment>
   /** Marks a still-queued job finished without running it, in the caller's transaction if any: its work was done in process. */
   dismiss(companyId: number, id: number): Effect.Effect<void>
   /** `dismiss` of some jobs as a statement to embed in the caller's own (`dismissed AS (…)`). */
@@ -167,12 +175,23 @@ export class Jobs extends Context.Service<Jobs, {
           Effect.orDie
         )
 
-      const enqueueing = <P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P, runAfter: DateTime.DateTime, when: Statement.Fragment) =>
-        Effect.map(Effect.orDie(Schema.encodeEffect(kind.payload)(payload)), (encoded) =>
-          sql`
-            INSERT INTO jobs (kind, company_id, payload, run_after)
-            SELECT ${kind.name}, ${companyId}, ${json(encoded)}::jsonb, ${DateTime.toDateUtc(runAfter)} WHERE ${when}
-            RETURNING id`)
+      const enqueueing = <P, Pr>(
+        kind: JobKind<P, Pr>,
+        companyId: number,
+        payloads: ReadonlyArray<{ readonly key: string; readonly payload: P }>,
+        runAfter: DateTime.DateTime,
+        when: Statement.Fragment
+      ) =>
+        Effect.map(
+          Effect.orDie(Effect.forEach(payloads, (p) => Effect.map(Schema.encodeEffect(kind.payload)(p.payload), (payload) => ({ key: p.key, payload })))),
+          (encoded) =>
+            sql`
+              INSERT INTO jobs (kind, company_id, payload, run_after)
+              SELECT ${kind.name}, ${companyId}, p.payload, ${DateTime.toDateUtc(runAfter)}
+              FROM ROWS FROM (jsonb_to_recordset(${json(encoded)}::jsonb) AS (key text, payload jsonb)) AS p
+              WHERE ${when}
+              RETURNING id, payload`
+        )
 
       const dismissing = (companyId: number, ids: ReadonlyArray<number>) =>
         sql`

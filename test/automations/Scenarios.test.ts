@@ -1,5 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer } from "effect"
 import { createServer, type Server } from "node:http"
+import { AutomationsRepo } from "../../src/automations/Repo.ts"
+import { Runs } from "../../src/automations/Runs.ts"
 import { afterAll, beforeAll } from "vitest"
 import { createContact } from "../contacts/support.ts"
 import { dealSetup } from "../deals/support.ts"
@@ -384,6 +387,37 @@ describe("automation runs", () => {
     // Runs that ended while another's end was being written share its transaction.
     const [{ n }] = await query<{ n: number }>(server, "SELECT count(DISTINCT xmin::text)::int AS n FROM automation_runs WHERE company_id = $1", [company.id])
     assert.isBelow(n, runs.length, "the ends of the runs were written one by one")
+  })
+
+  it("counts the runs admitted with it in one statement in the loop guard", async () => {
+    const company = await createCompany(server)
+    const contact = await createContact(server, company.token, { firstName: "Guarded" })
+    const created = await ok(server, "POST", "/v1/automations", company.token, { name: "Guard", description: null, status: "draft" }, 201)
+    const built = await ok(server, "PATCH", `/v1/automations/${created.id}/builder`, company.token, {
+      ...chain([actionNode("n", "notify-user", { user_id: company.admin.id, message: "x" })]),
+      triggers: [trigger("contact.updated")]
+    })
+    // Twelve starts of one automation for one contact at once, past the entity that would have taken them
+    // one by one: the first goes alone, the eleven that queued meanwhile are admitted in one statement.
+    const started = await server.runInApp(Effect.gen(function*() {
+      const runs = yield* Runs
+      return yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => i), (i) =>
+        runs.start({
+          companyId: company.id,
+          automationId: created.id,
+          versionId: built.latestVersionId,
+          event: "contact.updated",
+          eventId: 900_000 + i,
+          contactId: contact.id,
+          context: { contact_id: contact.id, payload: { contact_id: contact.id } }
+        }), { concurrency: "unbounded" })
+    }).pipe(Effect.provide(Runs.layer.pipe(Layer.provide(AutomationsRepo.layer)))))
+    assert.deepStrictEqual([started.filter((s) => s !== null).length, started.filter((s) => s === null).length], [10, 2])
+    const rows = await query<{ status: string; n: number }>(server,
+      "SELECT status, count(*)::int AS n FROM automation_runs WHERE company_id = $1 AND automation_id = $2 GROUP BY status ORDER BY status", [company.id, created.id])
+    assert.deepStrictEqual(rows.map((r) => [r.status, r.n]), [["cancelled", 2], ["running", 10]])
+    const [{ n }] = await query<{ n: number }>(server, "SELECT count(DISTINCT xmin::text)::int AS n FROM automation_runs WHERE company_id = $1", [company.id])
+    assert.isBelow(n, 12, "the runs were admitted one by one")
   })
 
   it("starts at most 10 runs per contact and hour; the rest are logged as cancelled", async () => {
