@@ -1,11 +1,11 @@
 import { Cause, type Context, Deferred, Effect, Exit, type Scope } from "effect"
 
 /**
- * Calls of one key coalesced into batches: a call waits for the batch that takes it, and a batch of a
- * key starts when the previous one has ended, with every call made meanwhile (at most `max`). Idle,
- * a call goes alone after one turn of the scheduler; under load each batch takes what queued while
- * the last one ran, so the number of batches follows the capacity of what runs them, not the rate of
- * calls. A call interrupted while it waits is still run with its batch.
+ * Calls of one key coalesced into batches: a call made while none of its key is under way runs at
+ * once, alone, in the caller's fiber; the calls made while a batch runs wait, and go together as the
+ * next batch (at most `max`) as soon as it ends. So an idle call costs what a direct one does, and under
+ * load the number of batches follows the capacity of what runs them, not the rate of calls. A call
+ * interrupted while it waits is still run with its batch.
  */
 export interface Batcher<I, O> {
   submit(item: I): Effect.Effect<O>
@@ -28,7 +28,13 @@ export const makeBatcher = <I, O>(options: {
     // A batch runs in the context the batcher was made in, never in the context of the call that
     // started it: that call may be inside a transaction its batch must not join.
     const context = yield* Effect.context<never>()
+    const isolated = <A>(effect: Effect.Effect<A>) => Effect.updateContext(effect, (_: Context.Context<never>) => context)
+    /** The calls waiting for the batch under way of each key; a key is absent when none is under way. */
     const queues = new Map<string, Array<Waiting<I, O>>>()
+
+    const runAll = (key: string, items: ReadonlyArray<I>) =>
+      Effect.flatMap(isolated(options.run(key, items)), (results) =>
+        results.length === items.length ? Effect.succeed(results) : Effect.die(new Error(`A batch of ${items.length} answered ${results.length} results.`)))
 
     const drain = (key: string): Effect.Effect<void> =>
       Effect.suspend(() => {
@@ -38,33 +44,35 @@ export const makeBatcher = <I, O>(options: {
           return Effect.void
         }
         const batch = queue.splice(0, options.max)
-        return options.run(key, batch.map((w) => w.item)).pipe(
+        return runAll(key, batch.map((w) => w.item)).pipe(
           Effect.exit,
           Effect.flatMap((exit) =>
             Effect.sync(() => {
-              if (Exit.isSuccess(exit) && exit.value.length === batch.length) {
-                batch.forEach((w, i) => Deferred.doneUnsafe(w.done, Exit.succeed(exit.value[i])))
-              } else {
-                const cause = Exit.isFailure(exit) ? exit.cause : Cause.die(new Error(`A batch of ${batch.length} answered ${Exit.isSuccess(exit) ? exit.value.length : 0} results.`))
-                for (const w of batch) Deferred.doneUnsafe(w.done, Exit.failCause(cause) as Exit.Exit<O>)
-              }
+              batch.forEach((w, i) =>
+                Deferred.doneUnsafe(w.done, Exit.isSuccess(exit) ? Exit.succeed(exit.value[i]) : Exit.failCause(exit.cause as Cause.Cause<never>)))
             })
           ),
           Effect.andThen(drain(key))
         )
       })
 
+    // Whoever ends a batch hands what queued meanwhile to a fiber of the batcher's own.
+    const handOff = (key: string) => Effect.forkIn(isolated(drain(key)), scope)
+
     const submit = (item: I): Effect.Effect<O> =>
       Effect.suspend(() => {
         const key = options.key(item)
-        const done = Deferred.makeUnsafe<O>()
         const queue = queues.get(key)
         if (queue !== undefined) {
+          const done = Deferred.makeUnsafe<O>()
           queue.push({ item, done })
           return Deferred.await(done)
         }
-        queues.set(key, [{ item, done }])
-        return Effect.andThen(Effect.forkIn(Effect.updateContext(drain(key), (_: Context.Context<never>) => context), scope), Deferred.await(done))
+        queues.set(key, [])
+        return runAll(key, [item]).pipe(
+          Effect.map((results) => results[0]),
+          Effect.ensuring(Effect.asVoid(handOff(key)))
+        )
       })
 
     return { submit }

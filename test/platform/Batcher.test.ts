@@ -29,75 +29,84 @@ const settle = Effect.gen(function*() {
 })
 
 describe("Batcher", () => {
-  it("runs the calls of one turn as one batch, and the calls made while it runs as the next", () =>
+  it("runs a call at once when its key is idle, and the calls made while it runs together as the next batch", () =>
     Effect.gen(function*() {
       const { batcher, batches, open } = yield* recorded()
       const first = yield* Effect.forkChild(Effect.all([1, 2, 3].map((n) => batcher.submit(n)), { concurrency: "unbounded" }))
       yield* settle
-      assert.deepStrictEqual(batches.map((b) => b.items), [[1, 2, 3]])
+      assert.deepStrictEqual(batches.map((b) => b.items), [[1]])
       const second = yield* Effect.forkChild(Effect.all([4, 5].map((n) => batcher.submit(n)), { concurrency: "unbounded" }))
       yield* settle
-      // The second batch waits for the first to end.
+      // The queued calls wait for the batch under way to end.
       assert.strictEqual(batches.length, 1)
       yield* open(0)
-      assert.deepStrictEqual(yield* Fiber.join(first), ["low:1", "low:2", "low:3"])
       yield* settle
-      assert.deepStrictEqual(batches.map((b) => b.items), [[1, 2, 3], [4, 5]])
+      assert.deepStrictEqual(batches.map((b) => b.items), [[1], [2, 3, 4, 5]])
       yield* open(1)
+      assert.deepStrictEqual(yield* Fiber.join(first), ["low:1", "low:2", "low:3"])
       assert.deepStrictEqual(yield* Fiber.join(second), ["low:4", "low:5"])
     }).pipe(Effect.scoped, Effect.runPromise))
 
-  it("keeps keys apart, each with its own batch in flight", () =>
+  it("keeps keys apart, each with its own batch under way", () =>
     Effect.gen(function*() {
       const { batcher, batches, open } = yield* recorded()
       const calls = yield* Effect.forkChild(Effect.all([1, 101, 2, 102].map((n) => batcher.submit(n)), { concurrency: "unbounded" }))
       yield* settle
-      assert.deepStrictEqual(batches.map((b) => [b.key, b.items]), [["low", [1, 2]], ["high", [101, 102]]])
+      assert.deepStrictEqual(batches.map((b) => [b.key, b.items]), [["low", [1]], ["high", [101]]])
       yield* open(1)
+      yield* settle
+      assert.deepStrictEqual(batches.map((b) => [b.key, b.items]), [["low", [1]], ["high", [101]], ["high", [102]]])
       yield* open(0)
+      yield* settle
+      yield* open(2)
+      yield* open(3)
       assert.deepStrictEqual(yield* Fiber.join(calls), ["low:1", "high:101", "low:2", "high:102"])
+      assert.deepStrictEqual(batches.map((b) => [b.key, b.items]), [["low", [1]], ["high", [101]], ["high", [102]], ["low", [2]]])
     }).pipe(Effect.scoped, Effect.runPromise))
 
   it("takes at most `max` calls per batch", () =>
     Effect.gen(function*() {
       const { batcher, batches, open } = yield* recorded({ max: 2 })
       const calls = yield* Effect.forkChild(Effect.all([1, 2, 3, 4, 5].map((n) => batcher.submit(n)), { concurrency: "unbounded" }))
-      yield* settle
-      yield* open(0)
-      yield* settle
-      yield* open(1)
-      yield* settle
-      yield* open(2)
+      for (let i = 0; i < 3; i++) {
+        yield* settle
+        yield* open(i)
+      }
       assert.deepStrictEqual(yield* Fiber.join(calls), ["low:1", "low:2", "low:3", "low:4", "low:5"])
-      assert.deepStrictEqual(batches.map((b) => b.items), [[1, 2], [3, 4], [5]])
+      assert.deepStrictEqual(batches.map((b) => b.items), [[1], [2, 3], [4, 5]])
     }).pipe(Effect.scoped, Effect.runPromise))
 
   it("ends each call of a batch that died with its defect, and the next batch still runs", () =>
     Effect.gen(function*() {
-      const { batcher, open } = yield* recorded({ failOn: 2 })
-      const failing = yield* Effect.forkChild(Effect.all([1, 2].map((n) => Effect.exit(batcher.submit(n))), { concurrency: "unbounded" }))
+      const { batcher, batches, open } = yield* recorded({ failOn: 2 })
+      const calls = yield* Effect.forkChild(Effect.all([1, 2, 3].map((n) => Effect.exit(batcher.submit(n))), { concurrency: "unbounded" }))
       yield* settle
-      const later = yield* Effect.forkChild(batcher.submit(3))
       yield* open(0)
-      const exits = yield* Fiber.join(failing)
-      assert.isTrue(exits.every((e) => Exit.isFailure(e) && String(Exit.isFailure(e) ? e.cause : "").includes("boom")))
+      yield* settle
+      const later = yield* Effect.forkChild(batcher.submit(4))
       yield* settle
       yield* open(1)
-      assert.strictEqual(yield* Fiber.join(later), "low:3")
+      const exits = yield* Fiber.join(calls)
+      assert.isTrue(Exit.isSuccess(exits[0]))
+      assert.isTrue(exits.slice(1).every((e) => Exit.isFailure(e) && String(e.cause).includes("boom")))
+      yield* settle
+      yield* open(2)
+      assert.strictEqual(yield* Fiber.join(later), "low:4")
+      assert.deepStrictEqual(batches.map((b) => b.items), [[1], [2, 3], [4]])
     }).pipe(Effect.scoped, Effect.runPromise))
 
-  it("goes alone when idle", () =>
+  it("hands the calls that queued to the next batch even when the call under way is interrupted", () =>
     Effect.gen(function*() {
       const { batcher, batches, open } = yield* recorded()
-      const one = yield* Effect.forkChild(batcher.submit(7))
+      const first = yield* Effect.forkChild(batcher.submit(1))
       yield* settle
-      yield* open(0)
-      assert.strictEqual(yield* Fiber.join(one), "low:7")
-      const two = yield* Effect.forkChild(batcher.submit(8))
+      const queued = yield* Effect.forkChild(batcher.submit(2))
       yield* settle
+      yield* Fiber.interrupt(first)
+      yield* settle
+      assert.deepStrictEqual(batches.map((b) => b.items), [[1], [2]])
       yield* open(1)
-      assert.strictEqual(yield* Fiber.join(two), "low:8")
-      assert.deepStrictEqual(batches.map((b) => b.items), [[7], [8]])
+      assert.strictEqual(yield* Fiber.join(queued), "low:2")
     }).pipe(Effect.scoped, Effect.runPromise))
 
   it("runs a batch in the batcher's own context, not in that of the call that started it (a transaction)", () =>
