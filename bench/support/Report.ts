@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto"
 import * as os from "node:os"
 
 /** The value at quantile `q` of ascending `sorted` samples (nearest rank below); NaN when there are none. */
@@ -16,8 +17,23 @@ export const fmtMs = (value: number) => value.toFixed(2).padStart(7)
 /** Adds one answer with `status` to a count per status. */
 export const tally = (statuses: Map<number, number>, status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1)
 
-/** CPU model, cores, memory and OS, for the heading of a bench's output. */
+/**
+ * A fixed single-threaded loop (200,000 SHA-256 hashes of short strings), best of three, in ms. Every
+ * session's machine has the same description and speeds have differed threefold between them, so a
+ * figure is read against this loop's time on the machine that measured it.
+ */
+export const referenceLoopMs = () => {
+  let best = Infinity
+  for (let round = 0; round < 3; round++) {
+    const started = performance.now()
+    for (let i = 0; i < 200_000; i++) createHash("sha256").update(`reference ${i}`).digest()
+    best = Math.min(best, performance.now() - started)
+  }
+  return best
+}
+
+/** CPU model, cores, memory and OS, and the reference loop's time, for the heading of a bench's output. */
 export const machine = () => {
   const cpus = os.cpus()
-  return `${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`
+  return `${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, reference loop ${referenceLoopMs().toFixed(0)} ms`
 }
