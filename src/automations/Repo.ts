@@ -138,11 +138,9 @@ export interface NewRun {
   readonly contactId: number | null
   readonly event: string
   readonly eventId: number | null
-  readonly status: RunStatus
   readonly triggerPayload: unknown
   readonly context: unknown
   readonly state: unknown
-  readonly error: string | null
   readonly at: Date
 }
 
@@ -327,12 +325,6 @@ export class AutomationsRepo extends Context.Service<AutomationsRepo, {
             SELECT * FROM automation_run_steps WHERE company_id = ${companyId} AND run_id = ${runId} ORDER BY id`
           return Option.some({ ...toRun(rows[0]), steps: steps.map(toStep) })
         }).pipe(Effect.orDie)
-
-      const recentRuns = (companyId: CompanyId, automationId: string, contactId: number, since: Date) =>
-        sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM automation_runs
-          WHERE company_id = ${companyId} AND automation_id = ${automationId} AND contact_id = ${contactId}
-            AND status <> 'cancelled' AND started_at > ${since}`.pipe(Effect.map((rows) => rows[0].n), Effect.orDie)
 
       const admitted = sql`p.key IN (SELECT id::text FROM ins WHERE status = 'running')`
 

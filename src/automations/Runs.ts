@@ -60,11 +60,9 @@ export class Runs extends Context.Service<Runs, {
           contactId: request.contactId,
           event: request.event,
           eventId: request.eventId,
-          status: "running",
           triggerPayload: redact(request.context.payload ?? {}),
           context: request.context,
           state: firstState,
-          error: null,
           at
         }))
         // The runs and their fallback jobs in one statement: a run row never lacks its job.
