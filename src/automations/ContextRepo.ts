@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
+import { idArray } from "../platform/Sql.ts"
 
 interface DealStageRow {
   readonly id: number
@@ -37,7 +38,7 @@ export class AutomationContextRepo extends Context.Service<AutomationContextRepo
           ),
         contactsOfAccounts: (companyId, accountIds) =>
           sql<{ id: number; contact_id: number }>`
-            SELECT id, contact_id FROM contact_accounts WHERE company_id = ${companyId} AND id = ANY(${`{${accountIds.join(",")}}`}::bigint[])`.pipe(
+            SELECT id, contact_id FROM contact_accounts WHERE company_id = ${companyId} AND id = ANY(${idArray(accountIds)}::bigint[])`.pipe(
             Effect.map((rows) => new Map(rows.map((r) => [Number(r.id), Number(r.contact_id)]))),
             Effect.orDie
           ),

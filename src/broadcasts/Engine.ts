@@ -14,6 +14,7 @@ import type { ChannelContent, SendWindow } from "./Domain.ts"
 import { RunJob } from "./Kinds.ts"
 import { admit, newPacer, nextSlot, type Pace, paceOf, type PacerState, planSlots, unpaced } from "./Pacing.ts"
 import { type BroadcastRow, BroadcastsRepo, type Counts, emptyCounts, pickChannel } from "./Repo.ts"
+import { idArray } from "../platform/Sql.ts"
 
 /** Recipients claimed at once per channel for paced sends (the slots of the next `maxIdleMs`). */
 const batchSize = 64
@@ -546,7 +547,7 @@ export class RunEngine extends Context.Service<RunEngine, {
             const now = new Date(nowMs)
             // One index probe per selected channel, not a scan of the run's open recipients.
             const open = yield* sql<{ channel_id: number }>`
-              SELECT ch AS channel_id FROM unnest(${`{${runChannels.join(",")}}`}::bigint[]) ch
+              SELECT ch AS channel_id FROM unnest(${idArray(runChannels)}::bigint[]) ch
               WHERE EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'pending' AND channel_id = ch)
                 OR EXISTS (SELECT 1 FROM broadcast_recipients WHERE run_id = ${runId} AND status = 'sending' AND channel_id = ch)`.pipe(Effect.orDie)
             if (open.length === 0) {

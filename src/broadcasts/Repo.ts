@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
 import type { BroadcastStatus, Content, Recurrence, Recipient, Run, RunStatus, Schedule } from "./Domain.ts"
+import { idArray } from "../platform/Sql.ts"
 
 export interface BroadcastRow {
   readonly id: number
@@ -426,7 +427,7 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
  */
 export const pickChannel = (sql: SqlClient.SqlClient, companyId: CompanyId, channelIds: ReadonlyArray<number>) =>
   sql`SELECT ch.id AS channel_id, ca.id AS account_id, ca.external_id
-    FROM unnest(string_to_array(${channelIds.join(",")}, ',')::bigint[]) WITH ORDINALITY AS sel(id, ord)
+    FROM unnest(${idArray(channelIds)}::bigint[]) WITH ORDINALITY AS sel(id, ord)
     JOIN channels ch ON ch.id = sel.id AND ch.company_id = ${companyId} AND ch.deleted_at IS NULL
     JOIN contact_accounts ca ON ca.company_id = ${companyId} AND ca.contact_id = c.id AND ca.channel_type = ch.type
     ORDER BY sel.ord, ca.id LIMIT 1`

@@ -4,6 +4,7 @@ import { SqlClient, type Statement } from "effect/sql"
 import type { ChannelContext } from "../providers/Provider.ts"
 import type { ChannelType } from "../providers/Domain.ts"
 import type { Contact, ContactAccount, ContactStatus, ListParams, MergeCounts } from "./Domain.ts"
+import { idArray } from "../platform/Sql.ts"
 
 export interface ContactRow {
   readonly id: number
@@ -436,9 +437,9 @@ export interface Taggings {
               'tags', COALESCE((SELECT json_agg(json_build_object('id', t.id, 'name', t.name) ORDER BY lower(t.name), t.id)
                 FROM contact_tags ct JOIN tags t ON t.id = ct.tag_id AND t.company_id = ${companyId}
                 WHERE ct.company_id = ${companyId} AND ct.contact_id = c.id), '[]'::json)))
-              FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ANY(${`{${ids.join(",")}}`}::bigint[]) AND c.deleted_at IS NULL) AS contacts,
+              FROM contacts c WHERE c.company_id = ${companyId} AND c.id = ANY(${idArray(ids)}::bigint[]) AND c.deleted_at IS NULL) AS contacts,
             (SELECT json_agg(json_build_object('id', t.id, 'name', t.name))
-              FROM tags t WHERE t.company_id = ${companyId} AND t.id = ANY(${`{${tagIds.join(",")}}`}::bigint[])) AS tags`.pipe(
+              FROM tags t WHERE t.company_id = ${companyId} AND t.id = ANY(${idArray(tagIds)}::bigint[])) AS tags`.pipe(
           Effect.map(([row]): Taggings => ({
             contacts: new Map((row.contacts ?? []).map((c) => [Number(c.id), c.tags])),
             tags: new Map((row.tags ?? []).map((t) => [Number(t.id), t]))

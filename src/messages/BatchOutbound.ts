@@ -9,6 +9,7 @@ import { type MessageRow, toMessage } from "./Repo.ts"
 import { createdPayload } from "./Rules.ts"
 import type { SendRefusalReason } from "./SendLane.ts"
 import { ThreadsRepo } from "./ThreadsRepo.ts"
+import { idArray } from "../platform/Sql.ts"
 
 /** Provider calls in flight per batch; the adapter's ceiling paces them. */
 const providerConcurrency = 64
@@ -97,7 +98,7 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
       const ensureThreads = (companyId: CompanyId, channelId: number, channelType: string, accountIds: ReadonlyArray<number>) =>
         Effect.gen(function*() {
           const accounts = sql`
-            ca.id = ANY(${`{${accountIds.join(",")}}`}::bigint[]) AND ca.company_id IS NOT DISTINCT FROM ${companyId}::bigint
+            ca.id = ANY(${idArray(accountIds)}::bigint[]) AND ca.company_id IS NOT DISTINCT FROM ${companyId}::bigint
               AND ca.channel_type = ${channelType}`
           // Two statements, so that the threads' join sees the conversations just created: a single
           // statement must join its own RETURNING rows, which the planner cannot estimate.
@@ -148,7 +149,7 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
           JOIN conversations cv ON cv.id = t.conversation_id
           JOIN contacts ct ON ct.id = cv.contact_id
           LEFT JOIN contact_accounts ca ON ca.id = t.contact_account_id
-          WHERE t.channel_id = ${channelId} AND t.contact_account_id = ANY(${`{${accountIds.join(",")}}`}::bigint[]) AND NOT t.is_group
+          WHERE t.channel_id = ${channelId} AND t.contact_account_id = ANY(${idArray(accountIds)}::bigint[]) AND NOT t.is_group
             AND t.company_id IS NOT DISTINCT FROM ${companyId}::bigint`.unprepared.pipe(
           Effect.map((rows) => new Map(rows.map((row) => [Number(row.contact_account_id), threadRow(row)]))),
           Effect.orDie

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
 import type { ChannelType } from "../providers/Domain.ts"
+import { idArray } from "../platform/Sql.ts"
 
 /** Everything a send needs about its target thread, in one read. */
 export interface ThreadContext {
@@ -111,7 +112,7 @@ export class ThreadsRepo extends Context.Service<ThreadsRepo, {
       const threadContext = (companyId: CompanyId, threadId: number) => Effect.map(contexts(companyId, sql`= ${threadId}`), first)
 
       const threadContexts = (companyId: CompanyId, threadIds: ReadonlyArray<number>) =>
-        Effect.map(contexts(companyId, sql`= ANY(${`{${threadIds.join(",")}}`}::bigint[])`), (rows) => new Map(rows.map((r) => [Number(r.id), r])))
+        Effect.map(contexts(companyId, sql`= ANY(${idArray(threadIds)}::bigint[])`), (rows) => new Map(rows.map((r) => [Number(r.id), r])))
 
       const contact = (companyId: CompanyId, id: number) =>
         sql<{ id: number; blocked: boolean; phones: ReadonlyArray<string> | null }>`

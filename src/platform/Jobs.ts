@@ -2,6 +2,7 @@ import { Cause, Clock, Context, Data, DateTime, Duration, Effect, Fiber, FiberSe
 import { SqlClient, type Statement } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { drainBudgetMs, wallSleep } from "./Shutdown.ts"
+import { idArray } from "./Sql.ts"
 
 /** The job is no longer this runner's: its lease ran out and another runner adopted it. */
 export class JobLeaseLost extends Data.TaggedError("JobLeaseLost")<{ readonly id: number }> {}
@@ -196,7 +197,7 @@ export class Jobs extends Context.Service<Jobs, {
       const dismissing = (companyId: number, ids: ReadonlyArray<number>) =>
         sql`
           UPDATE jobs SET status = 'finished', finished_at = now(), updated_at = now()
-          WHERE company_id = ${companyId} AND id = ANY(${`{${ids.join(",")}}`}::bigint[]) AND status = 'queued' RETURNING id`
+          WHERE company_id = ${companyId} AND id = ANY(${idArray(ids)}::bigint[]) AND status = 'queued' RETURNING id`
 
       const dismiss = (companyId: number, id: number) => dismissing(companyId, [id]).pipe(Effect.asVoid, Effect.orDie)
 

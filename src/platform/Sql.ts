@@ -48,6 +48,12 @@ const embedded = (dataDir: string) =>
     })
   }))
 
+/**
+ * Ids as one PostgreSQL array literal, bound as a single parameter (`= ANY(${idArray(ids)}::bigint[])`),
+ * so that a statement's text does not vary with the number of ids.
+ */
+export const idArray = (ids: ReadonlyArray<number>) => `{${ids.join(",")}}`
+
 /** Where a PostgreSQL server listens: a TCP address, or a Unix socket's path. */
 export type PgAddress = { readonly host: string; readonly port: number } | { readonly path: string }
 
