@@ -137,14 +137,11 @@ export class Contacts extends Context.Service<Contacts, {
   merge(id: number, input: MergeContact): Effect.Effect<{ readonly dryRun: boolean; readonly moved: MergeCounts; readonly contact: Contact }, Forbidden | NotFound | Unprocessable, CurrentActor>
   replaceTags(id: number, input: ReplaceTags): Effect.Effect<Contact, Forbidden | NotFound | Unprocessable, CurrentActor>
   /**
-   * One tag added or removed without rewriting the list: a read and, when the tags change, one
-   * statement with the events `replaceTags` emits for it (`contact.updated` with `changes: ["tags"]`,
-   * its `contact` carrying the id and the tags; `tag.added` for an addition). False: nothing to change.
-   */
-  changeTag(id: number, tagId: number, adding: boolean): Effect.Effect<boolean, Forbidden | NotFound | Unprocessable, CurrentActor>
-  /**
-   * `changeTag` for many contacts at once (automation steps): one read and at most one write. Each
-   * change answers on its own, in order: whether it changed the contact, or why it was refused.
+   * Tags added or removed without rewriting the lists (automation steps), for many contacts at once: one
+   * read and, when tags change, one statement with the events `replaceTags` emits for them
+   * (`contact.updated` with `changes: ["tags"]`, its `contact` carrying the id and the tags; `tag.added`
+   * for an addition). Each change answers on its own, in order: whether it changed the contact (false:
+   * nothing to change), or why it was refused.
    */
   changeTags(changes: ReadonlyArray<{ readonly id: number; readonly tagId: number }>, adding: boolean): Effect.Effect<
     ReadonlyArray<boolean | NotFound | Unprocessable>,
@@ -417,11 +414,6 @@ export class Contacts extends Context.Service<Contacts, {
         return results
       })
 
-      const changeTag = Effect.fn("Contacts.changeTag")(function*(id: number, tagId: number, adding: boolean) {
-        const [result] = yield* changeTags([{ id, tagId }], adding)
-        return typeof result === "boolean" ? result : yield* result
-      })
-
       const setOptOut = Effect.fn("Contacts.setOptOut")(function*(id: number, optedOut: boolean) {
         const company = yield* requirePermission("contact.update")
         return yield* transact(Effect.gen(function*() {
@@ -441,7 +433,7 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
-      return Contacts.of({ list, lookup, channelOptions, resolve, get, create, update, remove, merge, replaceTags, changeTag, changeTags, setOptOut })
+      return Contacts.of({ list, lookup, channelOptions, resolve, get, create, update, remove, merge, replaceTags, changeTags, setOptOut })
     })
   )
 
