@@ -5,7 +5,8 @@
  * an `Effect.fn` of five steps. A path's cost can then be read as a sum (a run's statements, transactions and
  * entity calls) and set against what a bench measured for the whole path, to tell which change can pay.
  *
- *   DATABASE_URL=postgres://… npx tsx bench/unit-costs.ts        BENCH_UNIT_COUNT=4000 (units per round), 8 rounds
+ *   DATABASE_URL=postgres://… npx tsx bench/unit-costs.ts        a fresh database on that server, dropped at the end
+ *   BENCH_UNIT_COUNT=4000 (units per round), 8 rounds
  *
  * Each figure is the best round's process CPU (user + system) per unit, after warm-up rounds.
  */
@@ -14,7 +15,7 @@ import { Effect, Layer, Schema } from "effect"
 import { Entity, SingleRunner } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
-import { runLikeApp } from "./support/Database.ts"
+import { benchDatabase, runLikeApp } from "./support/Database.ts"
 import { machine } from "./support/Report.ts"
 
 process.env.LOG_LEVEL ??= "warn"
@@ -22,7 +23,7 @@ if (!process.env.DATABASE_URL) {
   console.log("bench/unit-costs needs PostgreSQL: set DATABASE_URL. Skipped.")
   process.exit(0)
 }
-const url = process.env.DATABASE_URL
+const serverUrl = process.env.DATABASE_URL
 const COUNT = Number(process.env.BENCH_UNIT_COUNT ?? 4_000)
 const ROUNDS = 8
 
@@ -82,7 +83,11 @@ const main = Effect.gen(function*() {
   for (const [label, us] of rows) console.log(`  ${label.padEnd(44)} ${us.toFixed(0).padStart(6)} µs CPU`)
 })
 
-runLikeApp(url, Effect.scoped(main)).then(() => process.exit(0), (error) => {
-  console.error(error)
-  process.exit(1)
-})
+// A database of its own: the entity's runner writes its cluster tables there, and it is dropped at the end.
+const database = await benchDatabase(serverUrl, "crm_bench_unit_costs")
+try {
+  await runLikeApp(database.url, Effect.scoped(main))
+} finally {
+  await database.drop()
+}
+process.exit(0)

@@ -10,7 +10,7 @@ import { Media } from "../media/Media.ts"
 import { Outbound } from "../messages/Outbound.ts"
 import { type ThreadContext, ThreadsRepo } from "../messages/ThreadsRepo.ts"
 import { AppConfig } from "../platform/Config.ts"
-import { makeBatcher } from "../platform/Batcher.ts"
+import { makeBatcher, makeReadBatcher } from "../platform/Batcher.ts"
 import { Jobs, jobHandler } from "../platform/Jobs.ts"
 import { OutboundHttp } from "../platform/OutboundHttp.ts"
 import { TemplateSending } from "../templates/Sending.ts"
@@ -319,11 +319,11 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     })
 
     // The trigger's threads that concurrent sends of a company address, read together.
-    const ownThreads = yield* makeBatcher<{ readonly companyId: CompanyId; readonly threadId: number }, ThreadContext | undefined>({
+    const ownThreads = yield* makeReadBatcher<{ readonly companyId: CompanyId; readonly threadId: number }, ThreadContext>({
       key: (t) => String(t.companyId),
+      id: (t) => t.threadId,
       max: batchMax,
-      run: (_, items) =>
-        Effect.map(threads.threadContexts(items[0].companyId, [...new Set(items.map((t) => t.threadId))]), (found) => items.map((t) => found.get(t.threadId)))
+      read: (first, ids) => threads.threadContexts(first.companyId, ids)
     })
 
     // Tag steps of a company's concurrent runs, acting as one member, in one read and at most one write.

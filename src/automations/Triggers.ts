@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Predicate } from "effect"
 import { CompanyId } from "../auth/Domain.ts"
 import type { EventEnvelope } from "../events/Domain.ts"
-import { makeBatcher } from "../platform/Batcher.ts"
+import { makeReadBatcher } from "../platform/Batcher.ts"
 import { compileVerdict, evaluate, eventText, type EventText, type Facts } from "./Conditions.ts"
 import { AutomationContextRepo } from "./ContextRepo.ts"
 import { type Trigger, TriggerEvents } from "./Domain.ts"
@@ -112,12 +112,11 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
       const companies = new Map<number, CompanyIndex>()
       const channelTypes = new Map<number, ReadonlyMap<number, string>>()
       // The senders of a company's matching messages, read together while an earlier read is under way.
-      const contactsOfAccounts = yield* makeBatcher<{ readonly companyId: CompanyId; readonly accountId: number }, number | null>({
+      const contactsOfAccounts = yield* makeReadBatcher<{ readonly companyId: CompanyId; readonly accountId: number }, number>({
         key: (a) => String(a.companyId),
+        id: (a) => a.accountId,
         max: 500,
-        run: (_, items) =>
-          Effect.map(facts.contactsOfAccounts(items[0].companyId, [...new Set(items.map((a) => a.accountId))]), (found) =>
-            items.map((a) => found.get(a.accountId) ?? null))
+        read: (first, ids) => facts.contactsOfAccounts(first.companyId, ids)
       })
 
       const load = Effect.fnUntraced(function*(companyId: number) {
@@ -163,7 +162,7 @@ export class TriggerIndex extends Context.Service<TriggerIndex, {
           context.contact_id !== undefined
             ? Effect.succeed(context.contact_id as number | null)
             : context.contact_account_id !== null && context.contact_account_id !== undefined
-            ? contactsOfAccounts.submit({ companyId, accountId: context.contact_account_id })
+            ? Effect.map(contactsOfAccounts.submit({ companyId, accountId: context.contact_account_id }), (contactId) => contactId ?? null)
             : Effect.succeed(null)
         ))
         const chosen = [...matched]

@@ -77,3 +77,20 @@ export const makeBatcher = <I, O>(options: {
 
     return { submit }
   })
+
+/**
+ * `makeBatcher` for reads by id: a batch reads each of its distinct ids once (`read`, given the batch's
+ * first item for what its key stands for), and each call gets what its id found, or undefined.
+ */
+export const makeReadBatcher = <I, O>(options: {
+  readonly key: (item: I) => string
+  readonly id: (item: I) => number
+  readonly read: (first: I, ids: ReadonlyArray<number>) => Effect.Effect<ReadonlyMap<number, O>>
+  readonly max: number
+}): Effect.Effect<Batcher<I, O | undefined>, never, Scope.Scope> =>
+  makeBatcher<I, O | undefined>({
+    key: options.key,
+    max: options.max,
+    run: (_, items) =>
+      Effect.map(options.read(items[0], [...new Set(items.map(options.id))]), (found) => items.map((item) => found.get(options.id(item))))
+  })

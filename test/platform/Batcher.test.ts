@@ -1,6 +1,6 @@
 import { assert, describe, it } from "vitest"
 import { Context, Deferred, Effect, Exit, Fiber, Option } from "effect"
-import { makeBatcher } from "../../src/platform/Batcher.ts"
+import { makeBatcher, makeReadBatcher } from "../../src/platform/Batcher.ts"
 
 /** A batcher whose batches are recorded, each held until the test lets it go (`gate`). */
 const recorded = (options: { readonly max?: number; readonly failOn?: number } = {}) =>
@@ -123,5 +123,31 @@ describe("Batcher", () => {
       })
       assert.strictEqual(yield* batcher.submit(1).pipe(Effect.provideService(Transaction, { id: "caller's" })), 1)
       assert.deepStrictEqual(seen, [Option.none()])
+    }).pipe(Effect.scoped, Effect.runPromise))
+
+  it("reads each distinct id of a batch once, and answers each call with what its id found", () =>
+    Effect.gen(function*() {
+      const reads: Array<ReadonlyArray<number>> = []
+      const gate = Deferred.makeUnsafe<void>()
+      const reader = yield* makeReadBatcher<{ readonly key: string; readonly id: number }, string>({
+        key: (item) => item.key,
+        id: (item) => item.id,
+        max: 100,
+        read: (first, ids) =>
+          Effect.gen(function*() {
+            reads.push(ids)
+            if (reads.length === 1) yield* Deferred.await(gate)
+            // Odd ids exist; even ones do not.
+            return new Map(ids.filter((id) => id % 2 === 1).map((id) => [id, `${first.key}:${id}`]))
+          })
+      })
+      const first = yield* Effect.forkChild(reader.submit({ key: "c", id: 1 }))
+      yield* settle
+      const rest = yield* Effect.forkChild(Effect.all([3, 2, 3, 5].map((id) => reader.submit({ key: "c", id })), { concurrency: "unbounded" }))
+      yield* settle
+      yield* Deferred.succeed(gate, undefined)
+      assert.strictEqual(yield* Fiber.join(first), "c:1")
+      assert.deepStrictEqual(yield* Fiber.join(rest), ["c:3", undefined, "c:3", "c:5"])
+      assert.deepStrictEqual(reads, [[1], [3, 2, 5]])
     }).pipe(Effect.scoped, Effect.runPromise))
 })
