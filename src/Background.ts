@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
+import { SnoozeLayer } from "./conversations/Snooze.ts"
 import { Broadcasts } from "./broadcasts/Broadcasts.ts"
 import { RunJobHandler, StartJobHandler } from "./broadcasts/Job.ts"
 import { ExportExpiryHandler, ExportHandler, type ExportJobServices } from "./exports/Job.ts"
@@ -54,6 +55,7 @@ export const BackgroundLayer = Layer.mergeAll(
   JobRunner,
   WebhookDeliveryLayer,
   RemindersLayer,
+  SnoozeLayer,
   MailDrainLayer,
   AutomationTriggers
 )

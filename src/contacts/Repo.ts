@@ -4,7 +4,7 @@ import { SqlClient, type Statement } from "effect/sql"
 import type { ChannelContext } from "../providers/Provider.ts"
 import type { ChannelType } from "../providers/Domain.ts"
 import type { Contact, ContactAccount, ContactStatus, ListParams, MergeCounts } from "./Domain.ts"
-import { idArray } from "../platform/Sql.ts"
+import { idArray, likeEscape } from "../platform/Sql.ts"
 
 export interface ContactRow {
   readonly id: number
@@ -91,7 +91,6 @@ export interface ResolveMatches {
 const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 
 /** `%`, `_` and `\` match themselves inside a LIKE pattern. */
-const likeEscape = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 const columns = (sql: SqlClient.SqlClient) =>
   sql`c.id, c.company_id, c.first_name, c.last_name, c.display_name, c.company_name, c.status, c.blocked_at,
@@ -505,6 +504,7 @@ export interface Taggings {
             const into = target[0].id
             yield* sql`UPDATE threads SET conversation_id = ${into}, updated_at = now() WHERE company_id = ${companyId} AND conversation_id = ${from}`
             yield* sql`UPDATE messages SET conversation_id = ${into} WHERE company_id = ${companyId} AND conversation_id = ${from}`
+            yield* sql`SELECT conversation_refresh(${into})`
             yield* sql`
               UPDATE conversations SET last_message_at = GREATEST(last_message_at, ${source[0].last_message_at}::timestamptz), updated_at = now()
               WHERE company_id = ${companyId} AND id = ${into}`

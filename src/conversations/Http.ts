@@ -7,6 +7,10 @@ import { Conversations } from "./Conversations.ts"
 export const ConversationsHttp = HttpApiBuilder.group(Api, "conversations", Effect.fn(function*(handlers) {
   const conversations = yield* Conversations
   return handlers
-    .handle("list", ({ query }) => data(conversations.list(query.page ?? 1, query.perPage ?? 20)))
+    .handle("list", ({ query }) => data(conversations.list(query)))
     .handle("get", ({ params }) => data(conversations.get(params.id)))
+    .handle("assign", ({ params, payload }) => data(conversations.assign(params.id, payload)))
+    .handle("status", ({ params, payload }) => data(conversations.setStatus(params.id, payload)))
+    .handle("priority", ({ params, payload }) => data(conversations.setPriority(params.id, payload)))
+    .handle("read", ({ params, payload }) => data(conversations.markRead(params.id, payload)))
 })).pipe(Layer.provide(Conversations.layer))

@@ -127,7 +127,29 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("automation.updated", "Automation updated", "automations", "automation", "An automation's metadata, status or graph changed."),
   entry("automation.deleted", "Automation deleted", "automations", "automation", "An automation was deleted."),
   entry("automation.run.finished", "Automation run finished", "automations", "automation_run", "A run ended (`status` succeeded or failed, `error`, `duration_ms`)."),
-  entry("conversation.assigned", "Conversation assigned", "messaging", "conversation", "A conversation was assigned to a member (also sent to their private-user channel) or a team."),
+  entry(
+    "conversation.assigned",
+    "Conversation assigned",
+    "messaging",
+    "conversation",
+    "A conversation was assigned to a member or a team; the new assignee also hears it on their private-user channel unless their " +
+      "conversation_assigned push trigger is off or quiet hours hold it (`notified`)."
+  ),
+  entry(
+    "conversation.updated",
+    "Conversation updated",
+    "messaging",
+    "conversation",
+    "An operator changed a conversation's status, assignee, team or priority; `changes` names the fields."
+  ),
+  entry(
+    "conversation.status_changed",
+    "Conversation status changed",
+    "messaging",
+    "conversation",
+    "A conversation's status changed (`from`, `to`); `reason` is `user`, `inbound` (the contact wrote to a resolved or snoozed " +
+      "conversation) or `snooze_expired`."
+  ),
   entry("automation.notification", "Automation notification", "automations", "automation_run", "A notify-user step (sent to the user's private-user channel)."),
   entry("broadcast.created", "Broadcast created", "broadcasts", "broadcast", "A broadcast was created (or duplicated)."),
   entry("broadcast.updated", "Broadcast updated", "broadcasts", "broadcast", "A broadcast was changed, published, cancelled or its recurring schedule paused or resumed."),

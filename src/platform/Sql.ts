@@ -130,3 +130,6 @@ export const inSnapshot = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Eff
     sql.withTransaction,
     Effect.catchTag("SqlError", (e) => Effect.die(e))
   ) as Effect.Effect<A, E, R>
+
+/** A user's text as a literal inside a LIKE pattern (the default escape character is the backslash). */
+export const likeEscape = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)

@@ -2,6 +2,7 @@ import { Clock, DateTime, Effect, Option, Predicate } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
 import type { Condition, ConditionInput, GroupLogic } from "./Domain.ts"
+import { likeEscape } from "../platform/Sql.ts"
 
 // ---------------------------------------------------------------- rules
 
@@ -244,7 +245,6 @@ type Sql = Statement.Constructor
 type Fragment = Statement.Fragment
 
 /** `%`, `_` and `\` match themselves inside a LIKE pattern (backslash is PostgreSQL's default escape). */
-const likeEscape = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 const digits = (value: string) => value.replace(/\D/g, "")
 

@@ -1,9 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
-import { addUser, mobileLogin } from "../auth/support.ts"
 import { conversationOn, createChannel, externalIdOf, inbound, send } from "../messages/support.ts"
-import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { agentIn as agentInTeam } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -11,16 +10,7 @@ beforeAll(async () => {
 })
 afterAll(() => server?.close())
 
-const agentIn = async (companyId: number, channelIds: ReadonlyArray<number>) => {
-  const agent = await addUser(server, companyId, { role: "agent" })
-  const token = (await mobileLogin(server, agent.email, agent.password)).body.data.token as string
-  const [team] = await query<{ id: number }>(server, "INSERT INTO teams (company_id, name) VALUES ($1, 'Team') RETURNING id", [companyId])
-  await query(server, "INSERT INTO team_members (company_id, team_id, user_id) VALUES ($1, $2, $3)", [companyId, team.id, agent.id])
-  for (const channelId of channelIds) {
-    await query(server, "INSERT INTO team_channels (company_id, team_id, channel_id) VALUES ($1, $2, $3)", [companyId, team.id, channelId])
-  }
-  return token
-}
+const agentIn = async (companyId: number, channelIds: ReadonlyArray<number>) => (await agentInTeam(server, companyId, channelIds)).token
 
 describe("GET /v1/conversations", () => {
   it("lists the company's conversations by latest activity, paged", async () => {
