@@ -50,8 +50,8 @@ export class Conversations extends Context.Service<Conversations, {
   setStatus(id: number, input: StatusInput): Change<Conversation>
   setPriority(id: number, input: PriorityInput): Change<Conversation>
   markRead(id: number, input: ReadInput): Change<Conversation>
-  /** Whether the caller may be in the conversation's presence channel: it must be a conversation they see. */
-  presence(id: number): Effect.Effect<{ readonly user_id: number; readonly user_info: { readonly name: string } }, Forbidden | NotFound, CurrentActor>
+  /** The caller as a member of the conversation's presence channel; none when it is not a conversation they see. */
+  presence(id: number): Effect.Effect<Option.Option<{ readonly user_id: number; readonly user_info: { readonly name: string } }>, Forbidden, CurrentActor>
 }>()("crm/conversations/Conversations") {
   static readonly layerNoDeps = Layer.effect(
     Conversations,
@@ -194,9 +194,9 @@ export class Conversations extends Context.Service<Conversations, {
 
       const presence = Effect.fn("Conversations.presence")(function*(id: number) {
         const { actor, channelIds, companyId, userId } = yield* scope("conversation.view")
-        yield* current(companyId, userId, channelIds, id)
+        const found = yield* repo.find(companyId, userId, channelIds, id)
         const name = [actor.account.name, actor.account.lastname ?? ""].join(" ").trim()
-        return { user_id: userId, user_info: { name } }
+        return Option.map(found, () => ({ user_id: userId, user_info: { name } }))
       })
 
       return Conversations.of({ list, get, assign, setStatus, setPriority, markRead, presence })

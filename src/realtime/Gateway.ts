@@ -1,4 +1,4 @@
-import { Config, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Config, Context, Effect, Layer, Schema } from "effect"
 import * as Pusher from "./Pusher.ts"
 import type { Transport, TransportSocket } from "./Transport.ts"
 import { loadNativeUws, makeUwsTransport } from "./UwsTransport.ts"
@@ -27,7 +27,12 @@ interface Connection {
   readonly appKeyMatches: boolean
   /** Subscribed channels, each with the user its grant named (null for a grant without `channel_data`). */
   readonly channels: Map<string, number | null>
+  /** The client-event allowance of this socket. */
+  bucket: Pusher.Bucket
 }
+
+/** A presence channel's members on this runner: each user once, however many sockets they joined with. */
+type Members = Map<number, { readonly info: unknown; sockets: number }>
 
 type Socket = TransportSocket<Connection>
 
@@ -77,13 +82,47 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
         const subscribers = new Map<string, Set<Socket>>()
         let closing = false
 
+        const presence = new Map<string, Members>()
+        const clock = yield* Clock.Clock
+
+        const toOthers = (channel: string, except: Socket, text: string) => {
+          for (const other of subscribers.get(channel) ?? []) if (other !== except) other.send(text)
+        }
+
+        const leave = (ws: Socket, channel: string, userId: number | null | undefined) => {
+          const members = presence.get(channel)
+          const member = userId == null ? undefined : members?.get(userId)
+          if (members === undefined || member === undefined || userId == null) return
+          member.sockets -= 1
+          if (member.sockets > 0) return
+          members.delete(userId)
+          if (members.size === 0) presence.delete(channel)
+          toOthers(channel, ws, Pusher.memberRemoved(channel, userId))
+        }
+
+        const join = (ws: Socket, channel: string, userId: number, info: unknown) => {
+          const members = presence.get(channel) ?? new Map()
+          presence.set(channel, members)
+          const member = members.get(userId)
+          if (member !== undefined) {
+            member.sockets += 1
+          } else {
+            members.set(userId, { info, sockets: 1 })
+            toOthers(channel, ws, Pusher.memberAdded(channel, { userId, userInfo: info }))
+          }
+          ws.send(Pusher.presenceSucceeded(channel, [...members].map(([id, m]) => ({ userId: id, userInfo: m.info }))))
+        }
+
         const unsubscribe = (ws: Socket, connection: Connection, channel: string) => {
+          const userId = connection.channels.get(channel)
           if (!connection.channels.delete(channel)) return
           ws.unsubscribe(channel)
           const set = subscribers.get(channel)
-          if (set === undefined) return
-          set.delete(ws)
-          if (set.size === 0) subscribers.delete(channel)
+          if (set !== undefined) {
+            set.delete(ws)
+            if (set.size === 0) subscribers.delete(channel)
+          }
+          if (Pusher.isPresence(channel)) leave(ws, channel, userId)
         }
 
         const subscribe = (ws: Socket, connection: Connection, channel: string, auth: string | undefined, channelData: string | undefined) => {
@@ -92,14 +131,37 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
             ws.send(Pusher.subscriptionError(channel, decision.status, decision.error))
             return
           }
-          if (!connection.channels.has(channel)) {
+          const fresh = !connection.channels.has(channel)
+          if (fresh) {
             connection.channels.set(channel, decision.userId)
             ws.subscribe(channel)
             const set = subscribers.get(channel)
             if (set === undefined) subscribers.set(channel, new Set([ws]))
             else set.add(ws)
           }
+          if (Pusher.isPresence(channel) && decision.userId !== null) {
+            if (fresh) join(ws, channel, decision.userId, decision.userInfo)
+            else ws.send(Pusher.presenceSucceeded(channel, [...(presence.get(channel) ?? [])].map(([id, m]) => ({ userId: id, userInfo: m.info }))))
+            return
+          }
           ws.send(Pusher.subscriptionSucceeded(channel))
+        }
+
+        // Client events travel only between the members of a presence channel the sender is in, never back to it.
+        const relay = (ws: Socket, connection: Connection, message: { readonly event: string; readonly channel: string | undefined; readonly data: unknown }) => {
+          const channel = message.channel
+          const userId = channel === undefined ? undefined : connection.channels.get(channel)
+          if (channel === undefined || !Pusher.isPresence(channel) || userId == null) {
+            ws.send(Pusher.error(Pusher.ErrorCode.ClientEventRejected, "Client events are not enabled"))
+            return
+          }
+          const taken = Pusher.takeToken(connection.bucket, clock.currentTimeMillisUnsafe())
+          connection.bucket = taken.bucket
+          if (!taken.allowed) {
+            ws.send(Pusher.error(Pusher.ErrorCode.ClientEventRejected, "Client event rejected: over the rate limit"))
+            return
+          }
+          toOthers(channel, ws, Pusher.clientEvent(channel, message.event, message.data, userId))
         }
 
         const onMessage = (ws: Socket, text: string): void => {
@@ -114,8 +176,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
             case "Unsubscribe":
               return unsubscribe(ws, connection, message.channel)
             case "ClientEvent":
-              ws.send(Pusher.error(Pusher.ErrorCode.ClientEventRejected, "Client events are not enabled"))
-              return
+              return relay(ws, connection, message)
             case "Other":
             case "Malformed":
               return
@@ -136,7 +197,13 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
                 // reconnects); the close frame still has to fit under the transport's own limit, which is the hard stop.
                 maxBackpressureBytes: softCap * 2,
                 idleTimeoutSeconds: IDLE_TIMEOUT_SECONDS,
-                accept: (key) => closing ? undefined : { socketId: Pusher.makeSocketId(), appKeyMatches: key === appKey, channels: new Map() },
+                accept: (key) =>
+                  closing ? undefined : {
+                    socketId: Pusher.makeSocketId(),
+                    appKeyMatches: key === appKey,
+                    channels: new Map(),
+                    bucket: { tokens: Pusher.clientEventLimit.burst, at: clock.currentTimeMillisUnsafe() }
+                  },
                 open: (ws) => {
                   if (!ws.data.appKeyMatches) {
                     // Sent in-band as well because pusher-js reads the handshake's first frame before the close code.
@@ -150,11 +217,13 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
                 message: onMessage,
                 close: (ws) => {
                   if (!sockets.delete(ws)) return
-                  for (const channel of ws.data.channels.keys()) {
+                  for (const [channel, userId] of ws.data.channels) {
                     const set = subscribers.get(channel)
-                    if (set === undefined) continue
-                    set.delete(ws)
-                    if (set.size === 0) subscribers.delete(channel)
+                    if (set !== undefined) {
+                      set.delete(ws)
+                      if (set.size === 0) subscribers.delete(channel)
+                    }
+                    if (Pusher.isPresence(channel)) leave(ws, channel, userId)
                   }
                 }
               }),

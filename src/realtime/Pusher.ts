@@ -46,12 +46,15 @@ const CHANNEL_NAME = /^[A-Za-z0-9_\-=@,.;]{1,200}$/
 export const isChannelName = (value: string): boolean => CHANNEL_NAME.test(value)
 
 export type SubscriptionDecision =
-  /** `userId`: whom the signed `channel_data` names, if it names anyone. */
-  | { readonly _tag: "Granted"; readonly userId: number | null }
+  /** `userId`: whom the signed `channel_data` names, if it names anyone; `userInfo` too on a presence channel. */
+  | { readonly _tag: "Granted"; readonly userId: number | null; readonly userInfo?: unknown }
   | { readonly _tag: "Refused"; readonly status: 401 | 403; readonly error: string }
 
-// This product only has private channels: public channels would leak tenant events to anyone with
-// the (public) app key, and presence / end-to-end encrypted channels need payloads we do not produce.
+export const isPresence = (channel: string) => channel.startsWith("presence-")
+
+// Private and presence channels only: public channels would leak tenant events to anyone with the
+// (public) app key, and end-to-end encrypted channels need keys this product does not hand out. A
+// presence subscription must carry the signed `channel_data` naming its member.
 export const authorizeSubscription = (
   key: string,
   secret: string,
@@ -63,21 +66,31 @@ export const authorizeSubscription = (
   if (!isChannelName(channel)) {
     return { _tag: "Refused", status: 403, error: "Invalid channel name" }
   }
-  if (!channel.startsWith("private-") || channel.startsWith("private-encrypted-")) {
-    return { _tag: "Refused", status: 403, error: "Only private channels are supported" }
+  const presence = isPresence(channel)
+  if (!(presence || channel.startsWith("private-")) || channel.startsWith("private-encrypted-")) {
+    return { _tag: "Refused", status: 403, error: "Only private and presence channels are supported" }
+  }
+  if (presence && channelData === undefined) {
+    return { _tag: "Refused", status: 403, error: "A presence channel needs channel_data" }
   }
   if (auth === undefined || !verify(key, secret, socketId, channel, auth, channelData)) {
     return { _tag: "Refused", status: 401, error: `Invalid signature for ${channel}` }
   }
-  return { _tag: "Granted", userId: channelData === undefined ? null : Option.getOrNull(decodeChannelData(channelData)) }
+  if (channelData === undefined) return { _tag: "Granted", userId: null }
+  const member = decodeChannelData(channelData)
+  if (presence && Option.isNone(member)) return { _tag: "Refused", status: 403, error: "Invalid channel_data" }
+  return Option.match(member, {
+    onNone: () => ({ _tag: "Granted", userId: null }),
+    onSome: (m) => (m.user_info === undefined ? { _tag: "Granted", userId: m.user_id } : { _tag: "Granted", userId: m.user_id, userInfo: m.user_info })
+  })
 }
 
-const ChannelData = Schema.Struct({ user_id: Schema.Int })
-const decodeChannelData = (text: string) =>
-  Option.map(Schema.decodeUnknownOption(Schema.fromJsonString(ChannelData))(text), (data) => data.user_id)
+const ChannelData = Schema.Struct({ user_id: Schema.Int, user_info: Schema.optional(Schema.Unknown) })
+const decodeChannelData = Schema.decodeUnknownOption(Schema.fromJsonString(ChannelData))
 
-/** What `/v1/broadcasting/auth` signs along with a subscription: the user it is granted to. */
-export const channelDataFor = (userId: number): string => JSON.stringify({ user_id: userId })
+/** What `/v1/broadcasting/auth` signs along with a subscription: the user it is granted to (and, on a presence channel, who they are). */
+export const channelDataFor = (userId: number, userInfo?: unknown): string =>
+  JSON.stringify(userInfo === undefined ? { user_id: userId } : { user_id: userId, user_info: userInfo })
 
 export type ClientMessage =
   | { readonly _tag: "Ping" }
@@ -88,7 +101,7 @@ export type ClientMessage =
     readonly channelData: string | undefined
   }
   | { readonly _tag: "Unsubscribe"; readonly channel: string }
-  | { readonly _tag: "ClientEvent"; readonly event: string }
+  | { readonly _tag: "ClientEvent"; readonly event: string; readonly channel: string | undefined; readonly data: unknown }
   | { readonly _tag: "Other"; readonly event: string }
   | { readonly _tag: "Malformed" }
 
@@ -129,7 +142,9 @@ export const decodeClientMessage = (text: string): ClientMessage => {
         onSome: ({ channel }) => ({ _tag: "Unsubscribe", channel })
       })
     default:
-      return event.startsWith("client-") ? { _tag: "ClientEvent", event } : { _tag: "Other", event }
+      return event.startsWith("client-")
+        ? { _tag: "ClientEvent", event, channel: envelope.value.channel, data }
+        : { _tag: "Other", event }
   }
 }
 
@@ -160,3 +175,44 @@ export const subscriptionError = (channel: string, status: number, message: stri
 
 export const channelEvent = (channel: string, event: string, data: unknown): string =>
   frame(event, channel, JSON.stringify(data) ?? "null")
+
+export interface PresenceMember {
+  readonly userId: number
+  readonly userInfo: unknown
+}
+
+/** The members present when a socket joins, as pusher-js reads them (`channel.members`). */
+export const presenceSucceeded = (channel: string, members: ReadonlyArray<PresenceMember>): string =>
+  frame("pusher_internal:subscription_succeeded", channel, JSON.stringify({
+    presence: {
+      ids: members.map((m) => String(m.userId)),
+      hash: Object.fromEntries(members.map((m) => [String(m.userId), m.userInfo ?? null])),
+      count: members.length
+    }
+  }))
+
+export const memberAdded = (channel: string, member: PresenceMember): string =>
+  frame("pusher_internal:member_added", channel, JSON.stringify({ user_id: String(member.userId), user_info: member.userInfo ?? null }))
+
+export const memberRemoved = (channel: string, userId: number): string =>
+  frame("pusher_internal:member_removed", channel, JSON.stringify({ user_id: String(userId) }))
+
+/** A client event relayed to the channel's other members, naming its sender as Pusher does on presence channels. */
+export const clientEvent = (channel: string, event: string, data: unknown, userId: number): string =>
+  JSON.stringify({ event, channel, data: JSON.stringify(data ?? null), user_id: String(userId) })
+
+/** Client events a socket may send: a burst of `burst`, refilled at `perSecond` (Pusher's limit is 10 a second). */
+export const clientEventLimit = { burst: 10, perSecond: 10 } as const
+
+export interface Bucket {
+  readonly tokens: number
+  readonly at: number
+}
+
+/** Takes a token at `now` (ms): the bucket after, and whether the event may go. */
+export const takeToken = (bucket: Bucket, now: number): { readonly bucket: Bucket; readonly allowed: boolean } => {
+  const refilled = Math.min(clientEventLimit.burst, bucket.tokens + Math.max(0, now - bucket.at) * clientEventLimit.perSecond / 1000)
+  return refilled >= 1
+    ? { bucket: { tokens: refilled - 1, at: now }, allowed: true }
+    : { bucket: { tokens: refilled, at: now }, allowed: false }
+}

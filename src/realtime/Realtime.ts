@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { CurrentActor } from "../auth/Domain.ts"
+import { Conversations } from "../conversations/Conversations.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { randomToken } from "../platform/Crypto.ts"
 import { type Forbidden, forbidden } from "../platform/Errors.ts"
@@ -10,17 +11,21 @@ import * as Pusher from "./Pusher.ts"
 
 const companyChannelPattern = /^private-company\.(\d{1,15})$/
 const userChannelPattern = /^private-user\.(\d{1,15})$/
+const conversationPresencePattern = /^presence-conversation\.(\d{1,15})$/
 const connectAbilities = new Set(["*", "broadcasting:connect"])
 const secretSetting = "pusher_app_secret"
 
 export class Realtime extends Context.Service<Realtime, {
   readonly appKey: string
-  /** Signs a subscription of `socketId` to `channelName` if the current actor may listen there. */
-  authorize(socketId: string, channelName: string): Effect.Effect<BroadcastingAuth, Forbidden, CurrentActor>
+  /**
+   * Signs a subscription of `socketId` to `channelName` if the current actor may listen there; on
+   * `presence-conversation.{id}` only for a conversation the actor sees, naming them as the member.
+   */
+  authorize(socketId: string, channelName: string): Effect.Effect<BroadcastingAuth, Forbidden, CurrentActor | Conversations>
 }>()("crm/realtime/Realtime") {
   static readonly make = (appKey: string, appSecret: string) => {
-    const grant = (socketId: string, channelName: string, userId: number): BroadcastingAuth => {
-      const channelData = Pusher.channelDataFor(userId)
+    const grant = (socketId: string, channelName: string, userId: number, userInfo?: unknown): BroadcastingAuth => {
+      const channelData = Pusher.channelDataFor(userId, userInfo)
       return { auth: Pusher.authFor(appKey, appSecret, socketId, channelName, channelData), channel_data: channelData }
     }
     return Layer.succeed(Realtime, Realtime.of({
@@ -42,6 +47,12 @@ export class Realtime extends Context.Service<Realtime, {
         if (user !== null) {
           if (actor.userId !== Number(user[1])) return yield* forbidden("You may only subscribe to your own user channel.")
           return grant(socketId, channelName, actor.userId)
+        }
+        const conversation = conversationPresencePattern.exec(channelName)
+        if (conversation !== null) {
+          const member = yield* Conversations.use((c) => c.presence(Number(conversation[1])))
+          if (Option.isNone(member)) return yield* forbidden("You may not join this conversation's presence channel.")
+          return grant(socketId, channelName, member.value.user_id, member.value.user_info)
         }
         return yield* forbidden("Unknown channel.")
       })

@@ -5,9 +5,10 @@ import { createCompany, request, type RunningServer, startServer } from "../supp
 import { agentIn as agentInTeam } from "./support.ts"
 
 let server: RunningServer
+// Building a server (migrations on PGlite) is slow on a loaded machine.
 beforeAll(async () => {
   server = await startServer()
-})
+}, 300_000)
 afterAll(() => server?.close())
 
 const agentIn = async (companyId: number, channelIds: ReadonlyArray<number>) => (await agentInTeam(server, companyId, channelIds)).token

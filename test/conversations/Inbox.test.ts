@@ -11,9 +11,10 @@ import { createCompany, request, type RunningServer, startServer } from "../supp
 import { act, agentIn, conversation, eventually, list } from "./support.ts"
 
 let server: RunningServer
+// Building a server (migrations on PGlite) is slow on a loaded machine.
 beforeAll(async () => {
   server = await startServer()
-})
+}, 300_000)
 afterAll(() => server?.close())
 
 const ids = (res: { body: any }) => res.body.data.items.map((c: any) => c.id)

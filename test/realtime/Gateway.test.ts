@@ -182,7 +182,9 @@ describe("Pusher protocol helpers", () => {
     )
     assert.deepStrictEqual(Protocol.decodeClientMessage("{\"event\":\"client-typing\",\"channel\":\"private-a\"}"), {
       _tag: "ClientEvent",
-      event: "client-typing"
+      event: "client-typing",
+      channel: "private-a",
+      data: undefined
     })
     for (const garbage of ["", "nope", "[]", "null", "{\"event\":42}", "{\"event\":\"pusher:subscribe\",\"data\":\"x\"}"]) {
       assert.deepStrictEqual(Protocol.decodeClientMessage(garbage), { _tag: "Malformed" }, garbage)
