@@ -34,15 +34,17 @@ const serverUrl = process.env.DATABASE_URL
 
 const generate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const [{ id: companyId }] = yield* sql<{ id: number }>`INSERT INTO companies (name, plan) VALUES ('inbox bench', 'business') RETURNING id`
+  // This connection reads int8 as text: ids are converted.
+  const [{ id: companyText }] = yield* sql<{ id: string }>`INSERT INTO companies (name, plan) VALUES ('inbox bench', 'business') RETURNING id`
+  const companyId = Number(companyText)
   const users = yield* sql<{ id: number }>`
     INSERT INTO users (email, name) SELECT 'bench' || i || '@example.test', 'Member ' || i FROM generate_series(1, 10) i RETURNING id`
   yield* sql`INSERT INTO memberships (company_id, user_id, role) SELECT ${companyId}, id, 'admin' FROM users WHERE id = ANY(${`{${users.map((u) => u.id).join(",")}}`}::bigint[])`
   const channels = yield* sql<{ id: number }>`
     INSERT INTO channels (company_id, type, provider, name, webhook_secret)
     SELECT ${companyId}, 'msgr_b', 'sandbox', 'Channel ' || i, 'secret' FROM generate_series(1, 3) i RETURNING id`
-  const channelIds = channels.map((c) => c.id)
-  const userIds = users.map((u) => u.id)
+  const channelIds = channels.map((c) => Number(c.id))
+  const userIds = users.map((u) => Number(u.id))
   yield* sql.unsafe(`
     INSERT INTO contacts (company_id, first_name, last_name, display_name)
     SELECT ${companyId}, 'First' || i, 'Last' || i, 'Contact ' || i FROM generate_series(1, ${CONVERSATIONS}) i`)
