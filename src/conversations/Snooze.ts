@@ -2,6 +2,7 @@ import { Clock, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
+import { sweepEvery } from "../platform/Sweep.ts"
 import { ConversationsRepo } from "./Repo.ts"
 
 const batch = 100
@@ -42,14 +43,6 @@ export const sweepSnoozed = Effect.gen(function*() {
  * one that came due while no runner was up reopens at the first sweep, as the layer starts.
  */
 export const snoozeLayer = (options: { readonly interval?: Duration.Input } = {}) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const interval = options.interval ?? "5 seconds"
-    yield* Effect.forkScoped(Effect.forever(
-      sweepSnoozed.pipe(
-        Effect.catchCause((cause) => Effect.logWarning("conversation snooze sweep failed", cause)),
-        Effect.andThen(Effect.sleep(interval))
-      )
-    ))
-  })).pipe(Layer.provide(ConversationsRepo.layer))
+  sweepEvery("conversation snooze", sweepSnoozed, options.interval ?? "5 seconds").pipe(Layer.provide(ConversationsRepo.layer))
 
 export const SnoozeLayer = snoozeLayer()

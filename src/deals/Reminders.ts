@@ -1,6 +1,7 @@
 import { Clock, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
+import { sweepEvery } from "../platform/Sweep.ts"
 import { TaskNotifier } from "./Notifier.ts"
 import { TasksRepo } from "./TasksRepo.ts"
 
@@ -37,14 +38,6 @@ export const sweepReminders = Effect.gen(function*() {
  * Register in `src/Background.ts`.
  */
 export const remindersLayer = (options: { readonly interval?: Duration.Input } = {}) =>
-  Layer.effectDiscard(Effect.gen(function*() {
-    const interval = options.interval ?? "5 seconds"
-    yield* Effect.forkScoped(Effect.forever(
-      sweepReminders.pipe(
-        Effect.catchCause((cause) => Effect.logWarning("deal task reminder sweep failed", cause)),
-        Effect.andThen(Effect.sleep(interval))
-      )
-    ))
-  })).pipe(Layer.provide([TasksRepo.layer, TaskNotifier.layer]))
+  sweepEvery("deal task reminder", sweepReminders, options.interval ?? "5 seconds").pipe(Layer.provide([TasksRepo.layer, TaskNotifier.layer]))
 
 export const RemindersLayer = remindersLayer()
