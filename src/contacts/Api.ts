@@ -86,7 +86,8 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Absent keys stay. `phones`, `emailes` and `contactAccounts`, when present, are rebuilt from the body " +
-        "(accounts that stay keep their ids and threads; an account's username and profile_picture change only when sent)."
+        "(accounts that stay keep their ids and threads; an account's username and profile_picture change only when sent). " +
+        "`custom_fields` is merged into the stored fields: a name with null is removed, `custom_fields: null` removes all."
     })),
     HttpApiEndpoint.delete("delete", "/v1/contacts/:contact", {
       params: Params,

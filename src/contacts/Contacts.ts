@@ -12,6 +12,7 @@ import {
   notFound,
   type Unprocessable
 } from "../platform/Errors.ts"
+import { type CustomFields, maxCustomFields } from "../platform/FreeForm.ts"
 import { pageInfo } from "../platform/Pagination.ts"
 import { invalidPhoneMessage, normalizePhone } from "../platform/Phones.ts"
 import {
@@ -111,6 +112,22 @@ const derivedName = (parts: {
   parts.accounts[0]?.username ||
   parts.accounts[0]?.external_id ||
   ""
+
+/**
+ * The custom fields a write leaves: create keeps the non-null values; PATCH merges into the stored ones
+ * (null removes a key, `custom_fields: null` all of them). More than the limit after the merge is 422.
+ */
+const customFieldsOf = (stored: Record<string, unknown>, input: CustomFields | null | undefined) => {
+  if (input === undefined) return Effect.succeed(undefined)
+  const merged: Record<string, unknown> = input === null ? {} : { ...stored }
+  for (const [key, value] of Object.entries(input ?? {})) {
+    if (value === null) delete merged[key]
+    else merged[key] = value
+  }
+  return Object.keys(merged).length > maxCustomFields
+    ? invalidField("custom_fields", `The custom fields field must not have more than ${maxCustomFields} keys.`)
+    : Effect.succeed(merged)
+}
 
 const nothingToKnowBy = () =>
   invalidField("displayName", "A contact needs a name, a phone, an e-mail or a linked account.")
@@ -259,8 +276,10 @@ export class Contacts extends Context.Service<Contacts, {
         const displayName = blankToNull(input.displayName) ?? derivedName({ firstName, lastName, phones, emails, accounts })
         if (displayName === "") return yield* nothingToKnowBy()
         const photo = yield* photoOf(company.id, input.photo_media_id)
+        const customFields = yield* customFieldsOf({}, input.custom_fields)
         return yield* transact(Effect.gen(function*() {
           const id = yield* repo.insert(company.id, {
+            custom_fields: JSON.stringify(customFields ?? {}),
             first_name: firstName,
             last_name: lastName,
             display_name: displayName,
@@ -285,6 +304,7 @@ export class Contacts extends Context.Service<Contacts, {
           if (Option.isNone(found)) return yield* contactNotFound()
           const photo = yield* photoOf(company.id, input.photo_media_id)
           const current = found.value
+          const customFields = yield* customFieldsOf(current.custom_fields, input.custom_fields)
           const phones = input.phones === undefined ? undefined : yield* phonesOf(input.phones, (company.defaultCountry ?? null))
           const emails = input.emailes === undefined ? undefined : emailsOf(input.emailes)
           const accounts = input.contactAccounts === undefined ? undefined : accountsOf(input.contactAccounts)
@@ -307,6 +327,7 @@ export class Contacts extends Context.Service<Contacts, {
             ...(displayName !== undefined ? { display_name: displayName } : {}),
             ...(input.company !== undefined ? { company_name: blankToNull(input.company) } : {}),
             ...(input.status !== undefined ? { status: input.status } : {}),
+            ...(customFields !== undefined ? { custom_fields: JSON.stringify(customFields) } : {}),
             ...photo
           })
           if (phones !== undefined) yield* repo.replacePhones(company.id, id, phones)

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ChannelTypes } from "../providers/Domain.ts"
+import { CustomFields } from "../platform/FreeForm.ts"
 import { phoneShape } from "../platform/PhoneSchemas.ts"
 
 export const ContactId = Schema.Int
@@ -37,6 +38,8 @@ export const Contact = Schema.Struct({
   emailes: Schema.Array(Email),
   contactAccounts: Schema.Array(ContactAccount),
   tags: Schema.Array(TagRef),
+  /** Scalar values by name; what segment conditions of type `custom` read. */
+  custom_fields: Schema.Record(Schema.String, Schema.Unknown),
   merged_into_contact_id: Schema.NullOr(Schema.Int),
   blocked_at: Schema.NullOr(Schema.String),
   blocked_reason: Schema.NullOr(Schema.String),
@@ -91,7 +94,9 @@ const contactFields = {
   emailes: Schema.optional(list("emailes", EmailInput)),
   contactAccounts: Schema.optional(list("contactAccounts", AccountInput)),
   /** An uploaded image (`POST /v1/uploads`) as the contact's photo; null removes it. */
-  photo_media_id: Schema.optional(Schema.NullOr(Schema.Int))
+  photo_media_id: Schema.optional(Schema.NullOr(Schema.Int)),
+  /** On PATCH merged into the stored ones: a key with null is removed, `custom_fields: null` removes them all. */
+  custom_fields: Schema.optional(Schema.NullOr(CustomFields))
 }
 
 /** Status `lead` by default; it needs something to recognise the person by (checked by the service). */

@@ -21,6 +21,7 @@ const contactFields = [
   "company_id",
   "contactAccounts",
   "created_at",
+  "custom_fields",
   "displayName",
   "emailes",
   "firstName",
