@@ -23,6 +23,7 @@ import {
   type MergeContact,
   type MergeCounts,
   type ReplaceTags,
+  type ResolvedIdentifier,
   type ResolveIdentifiers,
   type UpdateContact
 } from "./Domain.ts"
@@ -129,6 +130,30 @@ const customFieldsOf = (stored: Record<string, unknown>, input: CustomFields | n
     : Effect.succeed(merged)
 }
 
+interface IdentifierKeys {
+  readonly identifier: Identifier
+  readonly digits: string | null
+  readonly username: string | null
+  readonly externalId: string | null
+  readonly type: string | null
+  /** Why the identifier cannot match anything, answered on its own item. */
+  readonly refusal: { readonly reason: "invalid_phone" | "no_identifier"; readonly message: string } | null
+}
+
+/** What an identifier can match by: phone digits in E.164 (national ones read in the company's country), a lower-case username without `@`, an external id. */
+const identifierKeys = (identifier: Identifier, defaultCountry: string | null): IdentifierKeys => {
+  const phone = blankToNull(identifier.phone)
+  const username = blankToNull(identifier.username)?.replace(/^@/, "").toLowerCase() ?? null
+  const externalId = blankToNull(identifier.external_id)
+  const e164 = phone === null ? null : normalizePhone(phone, defaultCountry) ?? null
+  const refusal = phone === null && username === null && externalId === null
+    ? { reason: "no_identifier" as const, message: "Each identifier needs a phone, a username or an external_id." }
+    : phone !== null && e164 === null
+    ? { reason: "invalid_phone" as const, message: invalidPhoneMessage("phone", defaultCountry) }
+    : null
+  return { identifier, digits: e164?.slice(1) ?? null, username, externalId, type: identifier.channel_type ?? null, refusal }
+}
+
 const nothingToKnowBy = () =>
   invalidField("displayName", "A contact needs a name, a phone, an e-mail or a linked account.")
 
@@ -146,7 +171,8 @@ export class Contacts extends Context.Service<Contacts, {
   list(params: ListParams): Effect.Effect<ContactPage, Forbidden, CurrentActor>
   lookup(q: string): Effect.Effect<ReadonlyArray<Contact>, Forbidden, CurrentActor>
   readonly channelOptions: Effect.Effect<ReadonlyArray<{ readonly channel_type: string; readonly label: string; readonly channels_count: number }>, Forbidden, CurrentActor>
-  resolve(input: ResolveIdentifiers): Effect.Effect<ReadonlyArray<{ readonly identifier: Identifier; readonly contact_id: number | null }>, Forbidden | Unprocessable, CurrentActor>
+  /** One answer per identifier, in order: the contact, or why there is none. */
+  resolve(input: ResolveIdentifiers): Effect.Effect<ReadonlyArray<ResolvedIdentifier>, Forbidden, CurrentActor>
   get(id: number): Effect.Effect<Contact, Forbidden | NotFound, CurrentActor>
   create(input: CreateContact): Effect.Effect<Contact, Forbidden | Unprocessable, CurrentActor>
   update(id: number, input: UpdateContact): Effect.Effect<Contact, Forbidden | NotFound | Unprocessable, CurrentActor>
@@ -226,27 +252,16 @@ export class Contacts extends Context.Service<Contacts, {
 
       const resolve = Effect.fn("Contacts.resolve")(function*(input: ResolveIdentifiers) {
         const company = yield* requirePermission("contact.view")
-        const errors: Record<string, Array<string>> = {}
-        const parsed = input.identifiers.map((identifier, index) => {
-          const phone = blankToNull(identifier.phone)
-          const username = blankToNull(identifier.username)?.replace(/^@/, "").toLowerCase() ?? null
-          const externalId = blankToNull(identifier.external_id)
-          const e164 = phone === null ? null : normalizePhone(phone, (company.defaultCountry ?? null)) ?? null
-          if (phone === null && username === null && externalId === null) {
-            errors[`identifiers.${index}`] = ["Each identifier needs a phone, a username or an external_id."]
-          } else if (phone !== null && e164 === null) {
-            errors[`identifiers.${index}.phone`] = [invalidPhoneMessage("phone", (company.defaultCountry ?? null))]
-          }
-          return { identifier, digits: e164?.slice(1) ?? null, username, externalId, type: identifier.channel_type ?? null }
-        })
-        if (Object.keys(errors).length > 0) return yield* invalid(errors)
+        const parsed = input.identifiers.map((identifier) => identifierKeys(identifier, company.defaultCountry ?? null))
+        const keys = (pick: (p: IdentifierKeys) => string | null) => [...new Set(parsed.flatMap((p) => { const k = pick(p); return k === null ? [] : [k] }))]
         const matches = yield* repo.resolve(company.id, {
-          digits: [...new Set(parsed.flatMap((p) => (p.digits === null ? [] : [p.digits])))],
-          externalIds: [...new Set(parsed.flatMap((p) => (p.externalId === null ? [] : [p.externalId])))],
-          usernames: [...new Set(parsed.flatMap((p) => (p.username === null ? [] : [p.username])))]
+          digits: keys((p) => p.digits),
+          externalIds: keys((p) => p.externalId),
+          usernames: keys((p) => p.username)
         })
         const ofType = (type: string | null) => (a: { readonly channel_type: string }) => type === null || a.channel_type === type
-        return parsed.map((p) => {
+        return parsed.map((p): ResolvedIdentifier => {
+          if (p.refusal !== null) return { identifier: p.identifier, contact_id: null, ...p.refusal }
           // The most specific key decides: an account id, then a number, then a username.
           const byId = p.externalId === null
             ? undefined
@@ -255,7 +270,8 @@ export class Contacts extends Context.Service<Contacts, {
           const byName = p.username === null
             ? undefined
             : matches.accounts.find((a) => a.username?.toLowerCase() === p.username && ofType(p.type)(a))
-          return { identifier: p.identifier, contact_id: byId?.contact_id ?? byPhone ?? byName?.contact_id ?? null }
+          const contactId = byId?.contact_id ?? byPhone ?? byName?.contact_id ?? null
+          return { identifier: p.identifier, contact_id: contactId, reason: contactId === null ? "not_found" : null, message: null }
         })
       })
 
