@@ -198,7 +198,7 @@ const main = async () => {
     for (const line of costs) console.log(line)
 
     const [account] = await query<{ id: number }>(url, "SELECT id::int AS id FROM contact_accounts WHERE company_id = $1 LIMIT 1", [company.id])
-    const envelope = (event: string, data: unknown) => ({ seq: 1, event, company_id: company.id, occurred_at: new Date().toISOString(), data })
+    const envelope = (event: string, data: unknown) => ({ id: "evt_1", seq: 1, event, company_id: company.id, occurred_at: new Date().toISOString(), data })
     const message = (text: string) => envelope("message.created", {
       message: { id: 1, direction: "inbound", message_content: text, message_type: "text", contact_account_id: account.id },
       conversation_id: 1,

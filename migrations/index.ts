@@ -35,6 +35,7 @@ import _0140_event_numbering from "./0140_event_numbering.ts"
 import _0150_hot_parent_keys from "./0150_hot_parent_keys.ts"
 import _0151_event_notices from "./0151_event_notices.ts"
 import _0152_message_keys from "./0152_message_keys.ts"
+import _0180_event_envelope_id from "./0180_event_envelope_id.ts"
 import _0190_inbox from "./0190_inbox.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
@@ -76,5 +77,6 @@ export const migrations = {
   "0150_hot_parent_keys": _0150_hot_parent_keys,
   "0151_event_notices": _0151_event_notices,
   "0152_message_keys": _0152_message_keys,
+  "0180_event_envelope_id": _0180_event_envelope_id,
   "0190_inbox": _0190_inbox
 }

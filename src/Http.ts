@@ -5,6 +5,7 @@ import { SqlClient } from "effect/sql"
 import { Api } from "./Api.ts"
 import { ApiTokensHttp } from "./api-tokens/Http.ts"
 import { AuthenticationLayer } from "./auth/Authentication.ts"
+import { PlanGateLayer } from "./auth/PlanGate.ts"
 import { AuthHttp } from "./auth/Http.ts"
 import { AuthRepo } from "./auth/Repo.ts"
 import { ChannelsHttp, HooksHttp } from "./channels/Http.ts"
@@ -93,7 +94,7 @@ const Handlers = Layer.mergeAll(
   BroadcastsHttp,
   BroadcastClicksHttp
 ).pipe(
-  Layer.provide([PlatformKey.layer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
+  Layer.provide([PlatformKey.layer, PlanGateLayer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )
 
 registerKnownRoutes([

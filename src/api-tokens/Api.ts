@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Authentication } from "../auth/Middleware.ts"
+import { Authentication, PlanGate, requiresFeature } from "../auth/Middleware.ts"
 import { AuthErrors, NotFound } from "../platform/Errors.ts"
 import { ApiToken, ApiTokenId, CreateApiToken, CreatedApiToken, UpdateApiToken } from "./Domain.ts"
 import { Data } from "../platform/Envelope.ts"
@@ -28,7 +28,12 @@ export class ApiTokensApi extends HttpApiGroup.make("apiTokens")
       payload: UpdateApiToken,
       success: Data(ApiToken),
       error: [...AuthErrors, NotFound]
-    }),
+    })
+  )
+  .middleware(PlanGate)
+  .annotateEndpointsMerge(requiresFeature("api"))
+  // Added after the gate: a company that lost the feature can still revoke the tokens it has.
+  .add(
     HttpApiEndpoint.delete("revoke", "/v1/api-tokens/:id", {
       params: TokenParams,
       success: Data(Schema.Struct({ message: Schema.String })),
@@ -38,6 +43,6 @@ export class ApiTokensApi extends HttpApiGroup.make("apiTokens")
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({
     title: "API tokens",
-    description: "Service-account tokens of the company (plan feature `api`). Revoking removes the service account."
+    description: "Service-account tokens of the company (plan feature `api`). Revoking removes the service account, and works without the feature."
   }))
 {}

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Authentication } from "../auth/Middleware.ts"
+import { Authentication, PlanGate, requiresFeature } from "../auth/Middleware.ts"
 import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, BadGateway, Conflict, NotFound, ServiceUnavailable, Unprocessable } from "../platform/Errors.ts"
 import { Paged } from "../platform/Pagination.ts"
@@ -107,7 +107,9 @@ export class BroadcastsApi extends HttpApiGroup.make("broadcasts")
     HttpApiEndpoint.post("retryFailed", "/v1/broadcasts/:broadcast/runs/:run/retry-failed", { params: OneRun, success: Data(Run), error: Write })
       .annotateMerge(summary("Resend to the run's failed recipients only"))
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("broadcasts"))
   .annotateMerge(OpenApi.annotations({
     title: "Broadcasts",
     description: "Bulk sends to a segment over one or more channels, with A/B variants, rate control, send windows, click " +

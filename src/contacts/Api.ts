@@ -58,10 +58,13 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       success: Data(Schema.Array(ResolvedIdentifier)),
       error: [...AuthErrors, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
-      description: "`{identifiers:[{phone?, username?, external_id?, channel_type?}]}` (1-500) → `data[{identifier, contact_id}]` in " +
-        "order, null when unknown. Phones are normalized to E.164 and compared by digits (contact phones, account numbers, " +
-        "msgr_a ids); `channel_type` narrows username and external_id matches. The external id wins over the phone, the phone " +
-        "over the username; among several contacts the oldest."
+      description: "`{identifiers:[{phone?, username?, external_id?, channel_type?}]}` (1-500) → `data[{identifier, contact_id, " +
+        "reason, message}]`, one answer per identifier in order. `reason` is null when a contact was found, else `not_found`, " +
+        "`invalid_phone` (the phone does not parse; `message` says why) or `no_identifier` (none of phone, username, " +
+        "external_id). Only a body of the wrong shape is 422 (not a list, empty, over 500, a value not a string, an unknown " +
+        "channel_type). Phones are normalized to E.164 and compared by digits (contact phones, account numbers, msgr_a ids); " +
+        "`channel_type` narrows username and external_id matches. The external id wins over the phone, the phone over the " +
+        "username; among several contacts the oldest."
     })),
     HttpApiEndpoint.get("get", "/v1/contacts/:contact", {
       params: Params,
@@ -86,7 +89,8 @@ export class ContactsApi extends HttpApiGroup.make("contacts")
       error: [...AuthErrors, NotFound, Unprocessable]
     }).annotateMerge(OpenApi.annotations({
       description: "Absent keys stay. `phones`, `emailes` and `contactAccounts`, when present, are rebuilt from the body " +
-        "(accounts that stay keep their ids and threads; an account's username and profile_picture change only when sent)."
+        "(accounts that stay keep their ids and threads; an account's username and profile_picture change only when sent). " +
+        "`custom_fields` is merged into the stored fields: a name with null is removed, `custom_fields: null` removes all."
     })),
     HttpApiEndpoint.delete("delete", "/v1/contacts/:contact", {
       params: Params,

@@ -12,6 +12,7 @@ import {
   notFound,
   type Unprocessable
 } from "../platform/Errors.ts"
+import { type CustomFields, maxCustomFields } from "../platform/FreeForm.ts"
 import { pageInfo } from "../platform/Pagination.ts"
 import { invalidPhoneMessage, normalizePhone } from "../platform/Phones.ts"
 import {
@@ -22,6 +23,7 @@ import {
   type MergeContact,
   type MergeCounts,
   type ReplaceTags,
+  type ResolvedIdentifier,
   type ResolveIdentifiers,
   type UpdateContact
 } from "./Domain.ts"
@@ -112,6 +114,46 @@ const derivedName = (parts: {
   parts.accounts[0]?.external_id ||
   ""
 
+/**
+ * The custom fields a write leaves: create keeps the non-null values; PATCH merges into the stored ones
+ * (null removes a key, `custom_fields: null` all of them). More than the limit after the merge is 422.
+ */
+const customFieldsOf = (stored: Record<string, unknown>, input: CustomFields | null | undefined) => {
+  if (input === undefined) return Effect.succeed(undefined)
+  const merged: Record<string, unknown> = input === null ? {} : { ...stored }
+  for (const [key, value] of Object.entries(input ?? {})) {
+    if (value === null) delete merged[key]
+    else merged[key] = value
+  }
+  return Object.keys(merged).length > maxCustomFields
+    ? invalidField("custom_fields", `The custom fields field must not have more than ${maxCustomFields} keys.`)
+    : Effect.succeed(merged)
+}
+
+interface IdentifierKeys {
+  readonly identifier: Identifier
+  readonly digits: string | null
+  readonly username: string | null
+  readonly externalId: string | null
+  readonly type: string | null
+  /** Why the identifier cannot match anything, answered on its own item. */
+  readonly refusal: { readonly reason: "invalid_phone" | "no_identifier"; readonly message: string } | null
+}
+
+/** What an identifier can match by: phone digits in E.164 (national ones read in the company's country), a lower-case username without `@`, an external id. */
+const identifierKeys = (identifier: Identifier, defaultCountry: string | null): IdentifierKeys => {
+  const phone = blankToNull(identifier.phone)
+  const username = blankToNull(identifier.username)?.replace(/^@/, "").toLowerCase() ?? null
+  const externalId = blankToNull(identifier.external_id)
+  const e164 = phone === null ? null : normalizePhone(phone, defaultCountry) ?? null
+  const refusal = phone === null && username === null && externalId === null
+    ? { reason: "no_identifier" as const, message: "Each identifier needs a phone, a username or an external_id." }
+    : phone !== null && e164 === null
+    ? { reason: "invalid_phone" as const, message: invalidPhoneMessage("phone", defaultCountry) }
+    : null
+  return { identifier, digits: e164?.slice(1) ?? null, username, externalId, type: identifier.channel_type ?? null, refusal }
+}
+
 const nothingToKnowBy = () =>
   invalidField("displayName", "A contact needs a name, a phone, an e-mail or a linked account.")
 
@@ -129,7 +171,8 @@ export class Contacts extends Context.Service<Contacts, {
   list(params: ListParams): Effect.Effect<ContactPage, Forbidden, CurrentActor>
   lookup(q: string): Effect.Effect<ReadonlyArray<Contact>, Forbidden, CurrentActor>
   readonly channelOptions: Effect.Effect<ReadonlyArray<{ readonly channel_type: string; readonly label: string; readonly channels_count: number }>, Forbidden, CurrentActor>
-  resolve(input: ResolveIdentifiers): Effect.Effect<ReadonlyArray<{ readonly identifier: Identifier; readonly contact_id: number | null }>, Forbidden | Unprocessable, CurrentActor>
+  /** One answer per identifier, in order: the contact, or why there is none. */
+  resolve(input: ResolveIdentifiers): Effect.Effect<ReadonlyArray<ResolvedIdentifier>, Forbidden, CurrentActor>
   get(id: number): Effect.Effect<Contact, Forbidden | NotFound, CurrentActor>
   create(input: CreateContact): Effect.Effect<Contact, Forbidden | Unprocessable, CurrentActor>
   update(id: number, input: UpdateContact): Effect.Effect<Contact, Forbidden | NotFound | Unprocessable, CurrentActor>
@@ -209,27 +252,16 @@ export class Contacts extends Context.Service<Contacts, {
 
       const resolve = Effect.fn("Contacts.resolve")(function*(input: ResolveIdentifiers) {
         const company = yield* requirePermission("contact.view")
-        const errors: Record<string, Array<string>> = {}
-        const parsed = input.identifiers.map((identifier, index) => {
-          const phone = blankToNull(identifier.phone)
-          const username = blankToNull(identifier.username)?.replace(/^@/, "").toLowerCase() ?? null
-          const externalId = blankToNull(identifier.external_id)
-          const e164 = phone === null ? null : normalizePhone(phone, (company.defaultCountry ?? null)) ?? null
-          if (phone === null && username === null && externalId === null) {
-            errors[`identifiers.${index}`] = ["Each identifier needs a phone, a username or an external_id."]
-          } else if (phone !== null && e164 === null) {
-            errors[`identifiers.${index}.phone`] = [invalidPhoneMessage("phone", (company.defaultCountry ?? null))]
-          }
-          return { identifier, digits: e164?.slice(1) ?? null, username, externalId, type: identifier.channel_type ?? null }
-        })
-        if (Object.keys(errors).length > 0) return yield* invalid(errors)
+        const parsed = input.identifiers.map((identifier) => identifierKeys(identifier, company.defaultCountry ?? null))
+        const keys = (pick: (p: IdentifierKeys) => string | null) => [...new Set(parsed.flatMap((p) => { const k = pick(p); return k === null ? [] : [k] }))]
         const matches = yield* repo.resolve(company.id, {
-          digits: [...new Set(parsed.flatMap((p) => (p.digits === null ? [] : [p.digits])))],
-          externalIds: [...new Set(parsed.flatMap((p) => (p.externalId === null ? [] : [p.externalId])))],
-          usernames: [...new Set(parsed.flatMap((p) => (p.username === null ? [] : [p.username])))]
+          digits: keys((p) => p.digits),
+          externalIds: keys((p) => p.externalId),
+          usernames: keys((p) => p.username)
         })
         const ofType = (type: string | null) => (a: { readonly channel_type: string }) => type === null || a.channel_type === type
-        return parsed.map((p) => {
+        return parsed.map((p): ResolvedIdentifier => {
+          if (p.refusal !== null) return { identifier: p.identifier, contact_id: null, ...p.refusal }
           // The most specific key decides: an account id, then a number, then a username.
           const byId = p.externalId === null
             ? undefined
@@ -238,7 +270,8 @@ export class Contacts extends Context.Service<Contacts, {
           const byName = p.username === null
             ? undefined
             : matches.accounts.find((a) => a.username?.toLowerCase() === p.username && ofType(p.type)(a))
-          return { identifier: p.identifier, contact_id: byId?.contact_id ?? byPhone ?? byName?.contact_id ?? null }
+          const contactId = byId?.contact_id ?? byPhone ?? byName?.contact_id ?? null
+          return { identifier: p.identifier, contact_id: contactId, reason: contactId === null ? "not_found" : null, message: null }
         })
       })
 
@@ -259,8 +292,10 @@ export class Contacts extends Context.Service<Contacts, {
         const displayName = blankToNull(input.displayName) ?? derivedName({ firstName, lastName, phones, emails, accounts })
         if (displayName === "") return yield* nothingToKnowBy()
         const photo = yield* photoOf(company.id, input.photo_media_id)
+        const customFields = yield* customFieldsOf({}, input.custom_fields)
         return yield* transact(Effect.gen(function*() {
           const id = yield* repo.insert(company.id, {
+            custom_fields: JSON.stringify(customFields ?? {}),
             first_name: firstName,
             last_name: lastName,
             display_name: displayName,
@@ -285,6 +320,7 @@ export class Contacts extends Context.Service<Contacts, {
           if (Option.isNone(found)) return yield* contactNotFound()
           const photo = yield* photoOf(company.id, input.photo_media_id)
           const current = found.value
+          const customFields = yield* customFieldsOf(current.custom_fields, input.custom_fields)
           const phones = input.phones === undefined ? undefined : yield* phonesOf(input.phones, (company.defaultCountry ?? null))
           const emails = input.emailes === undefined ? undefined : emailsOf(input.emailes)
           const accounts = input.contactAccounts === undefined ? undefined : accountsOf(input.contactAccounts)
@@ -307,6 +343,7 @@ export class Contacts extends Context.Service<Contacts, {
             ...(displayName !== undefined ? { display_name: displayName } : {}),
             ...(input.company !== undefined ? { company_name: blankToNull(input.company) } : {}),
             ...(input.status !== undefined ? { status: input.status } : {}),
+            ...(customFields !== undefined ? { custom_fields: JSON.stringify(customFields) } : {}),
             ...photo
           })
           if (phones !== undefined) yield* repo.replacePhones(company.id, id, phones)

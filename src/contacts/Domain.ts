@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ChannelTypes } from "../providers/Domain.ts"
+import { CustomFields } from "../platform/FreeForm.ts"
 import { phoneShape } from "../platform/PhoneSchemas.ts"
 
 export const ContactId = Schema.Int
@@ -37,6 +38,8 @@ export const Contact = Schema.Struct({
   emailes: Schema.Array(Email),
   contactAccounts: Schema.Array(ContactAccount),
   tags: Schema.Array(TagRef),
+  /** Scalar values by name; what segment conditions of type `custom` read. */
+  custom_fields: Schema.Record(Schema.String, Schema.Unknown),
   merged_into_contact_id: Schema.NullOr(Schema.Int),
   blocked_at: Schema.NullOr(Schema.String),
   blocked_reason: Schema.NullOr(Schema.String),
@@ -91,7 +94,9 @@ const contactFields = {
   emailes: Schema.optional(list("emailes", EmailInput)),
   contactAccounts: Schema.optional(list("contactAccounts", AccountInput)),
   /** An uploaded image (`POST /v1/uploads`) as the contact's photo; null removes it. */
-  photo_media_id: Schema.optional(Schema.NullOr(Schema.Int))
+  photo_media_id: Schema.optional(Schema.NullOr(Schema.Int)),
+  /** On PATCH merged into the stored ones: a key with null is removed, `custom_fields: null` removes them all. */
+  custom_fields: Schema.optional(Schema.NullOr(CustomFields))
 }
 
 /** Status `lead` by default; it needs something to recognise the person by (checked by the service). */
@@ -132,10 +137,14 @@ export const ChannelOption = Schema.Struct({
   channels_count: Schema.Int
 })
 
+/**
+ * One identifier of a batch. Only the shape is checked here; a value that cannot match (a phone that does not
+ * parse, nothing to match by) is answered on its own item with a `reason`, not by refusing the batch.
+ */
 export const Identifier = Schema.Struct({
-  phone: Schema.optional(Schema.NullOr(text("phone", 64))),
-  username: Schema.optional(Schema.NullOr(text("username", 255))),
-  external_id: Schema.optional(Schema.NullOr(text("external_id", 255))),
+  phone: Schema.optional(Schema.NullOr(Schema.String)),
+  username: Schema.optional(Schema.NullOr(Schema.String)),
+  external_id: Schema.optional(Schema.NullOr(Schema.String)),
   channel_type: Schema.optional(Schema.NullOr(Schema.Literals(ChannelTypes)))
 })
 export type Identifier = typeof Identifier.Type
@@ -148,10 +157,19 @@ export const ResolveIdentifiers = Schema.Struct({
 })
 export type ResolveIdentifiers = typeof ResolveIdentifiers.Type
 
+/** Why an identifier has no contact: none matched, the phone does not parse, or it carries nothing to match by. */
+export const UnresolvedReasons = ["not_found", "invalid_phone", "no_identifier"] as const
+export type UnresolvedReason = typeof UnresolvedReasons[number]
+
 export const ResolvedIdentifier = Schema.Struct({
   identifier: Identifier,
-  contact_id: Schema.NullOr(Schema.Int)
+  contact_id: Schema.NullOr(Schema.Int),
+  /** null when a contact was found. */
+  reason: Schema.NullOr(Schema.Literals(UnresolvedReasons)),
+  /** What to fix, for `invalid_phone` and `no_identifier`; null otherwise. */
+  message: Schema.NullOr(Schema.String)
 })
+export type ResolvedIdentifier = typeof ResolvedIdentifier.Type
 
 export const MergeContact = Schema.Struct({
   target_contact_id: Schema.Int,

@@ -21,6 +21,7 @@ export interface ContactRow {
   readonly merged_into_contact_id: number | null
   readonly photo_path: string | null
   readonly photo_mime_type: string | null
+  readonly custom_fields: Record<string, unknown> | null
   readonly created_at: Date
   readonly updated_at: Date
   readonly deleted_at: Date | null
@@ -44,6 +45,8 @@ export interface ContactFields {
   /** A stored image (blob store path) and its type; absent keeps the current photo. */
   readonly photo_path?: string | null
   readonly photo_mime_type?: string | null
+  /** The whole object as JSON text; absent keeps the stored fields. */
+  readonly custom_fields?: string
 }
 
 export interface PhoneValue {
@@ -95,7 +98,7 @@ const iso = (date: Date | null) => (date === null ? null : date.toISOString())
 const columns = (sql: SqlClient.SqlClient) =>
   sql`c.id, c.company_id, c.first_name, c.last_name, c.display_name, c.company_name, c.status, c.blocked_at,
       c.blocked_reason, c.blocked_by_user_id, c.opted_out_at, c.merged_into_contact_id, c.photo_path, c.photo_mime_type,
-      c.created_at, c.updated_at, c.deleted_at`
+      c.custom_fields, c.created_at, c.updated_at, c.deleted_at`
 
 const phoneDigits = (sql: SqlClient.SqlClient, column: string) => sql`regexp_replace(${sql.literal(column)}, '[^0-9]', '', 'g')`
 
@@ -206,6 +209,7 @@ export interface Taggings {
                 profile_picture: a.profile_picture
               })),
               tags: (tagMap.get(row.id) ?? []).map((t) => ({ id: t.id, name: t.name })),
+              custom_fields: row.custom_fields ?? {},
               merged_into_contact_id: row.merged_into_contact_id,
               blocked_at: iso(row.blocked_at),
               blocked_reason: row.blocked_reason,

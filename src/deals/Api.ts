@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Authentication } from "../auth/Middleware.ts"
+import { Authentication, PlanGate, requiresFeature } from "../auth/Middleware.ts"
 import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { Paged } from "../platform/Pagination.ts"
@@ -73,7 +73,9 @@ export class FunnelsApi extends HttpApiGroup.make("funnels")
       error: Write
     })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({
     title: "Funnels",
     description: "Not shown in the spec: the funnels and stages deals are filed under. A stage's `type` is `open`, `success` or " +
@@ -99,7 +101,9 @@ export class DealTypesApi extends HttpApiGroup.make("dealTypes")
     }),
     HttpApiEndpoint.delete("delete", "/v1/deal-types/:dealType", { params: { dealType: Id }, success: Data(Message), error: Read })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({
     title: "Deal types",
     description: "`{id, name, order}`; deleting a type leaves its deals without one. Reading needs `deal.view`, editing " +
@@ -127,7 +131,9 @@ export class LostReasonsApi extends HttpApiGroup.make("lostReasons")
       error: Read
     })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({
     title: "Lost reasons",
     description: "Names are unique per company ignoring case (422 on `name`). Editing needs `lost_reason.manage`. Only active " +
@@ -180,7 +186,9 @@ export class DealsApi extends HttpApiGroup.make("deals")
     }),
     HttpApiEndpoint.get("tasks", "/v1/deals/:deal/tasks", { params: { deal: Id }, success: Data(Schema.Array(Task)), error: Read })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({ title: "Deals", description: gate }))
 {}
 
@@ -193,7 +201,9 @@ export class ContactDealsApi extends HttpApiGroup.make("contactDeals")
       error: Write
     })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({ title: "Contact deals", description: "A contact's live deals, newest first. " + gate }))
 {}
 
@@ -220,7 +230,9 @@ export class DealTasksApi extends HttpApiGroup.make("dealTasks")
     }),
     HttpApiEndpoint.delete("delete", "/v1/deal-tasks/:task", { params: { task: Id }, success: Data(Message), error: Read })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({
     title: "Deal tasks",
     description: "Reading needs `deal.view`, writing `deal.update`. done or cancelled sets `completed_at`, reopening clears " +
@@ -237,7 +249,9 @@ export class DealSettingsApi extends HttpApiGroup.make("dealSettings")
       error: [...AuthErrors, Unprocessable]
     })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("deals"))
   .annotateMerge(OpenApi.annotations({
     title: "Deal settings",
     description: "Reading needs `deal.view`, writing `lost_reason.manage`. `default_currency` is answered resolved (KZT when " +

@@ -1,7 +1,11 @@
 import { Schema } from "effect"
 
-/** The envelope every consumer sees: replay, realtime and (later) webhooks. */
+/**
+ * The one envelope of an event, the same bytes of meaning on a webhook, a realtime message and the
+ * replay: `id` (`evt_<events row id>`, the webhook's `webhook-id`), the company's `seq`, the key as `event`.
+ */
 export const EventEnvelope = Schema.Struct({
+  id: Schema.String,
   seq: Schema.Int,
   event: Schema.String,
   company_id: Schema.Int,

@@ -130,7 +130,8 @@ export class Events extends Context.Service<Events, {
             const notice = parsed as Notice
             if (notice.n === node) return
             // Without its event, a notice announces a numbering run that ended at `i`: read up to it from the log.
-            if (notice.e !== undefined) yield* deliver([notice.e])
+            // A notice from a runner older than the envelope's `id` is read back from the log like a long one.
+            if (notice.e !== undefined && typeof notice.e.id === "string") yield* deliver([notice.e])
             else yield* gate.withPermits(1)(readBack(notice.c, notice.i))
           }).pipe(Effect.catchCause((cause) => Effect.logWarning("event notification dropped", cause)))
         // One LISTEN connection's life: a lost connection fails the queue, which ends the session
@@ -223,6 +224,7 @@ export class Events extends Context.Service<Events, {
           }).pipe(sql.withTransaction, Effect.orDie)
           const occurredAt = appended.at.toISOString()
           const envelopes = list.map((e, i): EventEnvelope => ({
+            id: appended.ids[i],
             seq: appended.first + i,
             event: e.key,
             company_id: companyId,

@@ -23,8 +23,12 @@ interface EventRow {
   readonly created_at: Date
 }
 
+/** An event's public id: the webhook's `webhook-id`, stable across retries and the same on every channel. */
+export const eventId = (rowId: number | bigint | string) => `evt_${rowId}`
+
 export const toEnvelope = (row: EventRow): EventEnvelope => ({
-  seq: row.seq,
+  id: eventId(row.id),
+  seq: Number(row.seq),
   event: row.key,
   company_id: row.company_id,
   occurred_at: row.created_at.toISOString(),
@@ -59,7 +63,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
     companyId: CompanyId,
     events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
     notify: Notify | null
-  ): Effect.Effect<{ readonly first: number; readonly at: Date }>
+  ): Effect.Effect<{ readonly first: number; readonly at: Date; readonly ids: ReadonlyArray<string> }>
   /**
    * Numbers the company's committed, unnumbered events (in append order) after its last number,
    * and announces each with a NOTIFY; answers them in order. One sequencer at a time per company
@@ -109,7 +113,7 @@ export class EventsRepo extends Context.Service<EventsRepo, {
         events: ReadonlyArray<{ readonly key: string; readonly payload: unknown }>,
         notify: Notify | null
       ) =>
-        sql<{ first: string; at: Date }>`
+        sql<{ first: string; at: Date; ids: string }>`
           WITH bumped AS (
             UPDATE companies SET event_seq = event_seq + ${events.length} WHERE id = ${companyId}
             RETURNING event_seq - ${events.length} AS base, date_trunc('milliseconds', now()) AS at
@@ -117,13 +121,15 @@ export class EventsRepo extends Context.Service<EventsRepo, {
             INSERT INTO events (company_id, seq, key, payload, created_at)
             SELECT ${companyId}, b.base + v.n, v.key, v.payload, b.at
             FROM bumped b, ROWS FROM (jsonb_to_recordset(${JSON.stringify(events)}::jsonb) AS (key text, payload jsonb)) WITH ORDINALITY AS v(key, payload, n)
+            RETURNING id, seq
           )
-          SELECT (base + 1)::text AS first, at,
+          SELECT (base + 1)::text AS first, at, (SELECT json_agg(id::text ORDER BY seq) FROM e)::text AS ids,
             CASE WHEN ${notify?.channel ?? null}::text IS NOT NULL
               THEN pg_notify(${notify?.channel ?? null}::text, json_build_object('n', ${notify?.node ?? null}::text, 'c', ${companyId}::bigint, 'i', base + ${events.length})::text)
             END AS notified
           FROM bumped`.unprepared.pipe(
-          Effect.flatMap((rows) => rows.length === 1 ? Effect.succeed({ first: Number(rows[0].first), at: rows[0].at }) : Effect.die(new Error(`company ${companyId} not found`))),
+          Effect.flatMap((rows) => rows.length === 1
+            ? Effect.succeed({ first: Number(rows[0].first), at: rows[0].at, ids: (JSON.parse(rows[0].ids) as Array<string>).map(eventId) }) : Effect.die(new Error(`company ${companyId} not found`))),
           Effect.orDie
         )
 

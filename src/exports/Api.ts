@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Authentication } from "../auth/Middleware.ts"
+import { Authentication, PlanGate, requiresFeature } from "../auth/Middleware.ts"
 import { Data } from "../platform/Envelope.ts"
 import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import { SignedRouteErrors, signedQuery } from "../platform/files/SignedQuery.ts"
@@ -38,7 +38,9 @@ export class ExportsApi extends HttpApiGroup.make("exports")
       error: [...AuthErrors, NotFound]
     })
   )
+  .middleware(PlanGate)
   .middleware(Authentication)
+  .annotateEndpointsMerge(requiresFeature("exports"))
   .annotateMerge(OpenApi.annotations({
     title: "Exports",
     description: "Exports of contacts, messages or segments to CSV, XLSX or JSON, written by a background job. " +

@@ -6,7 +6,8 @@ import { OutboundHttp } from "../platform/OutboundHttp.ts"
 import { Credentials } from "../providers/Credentials.ts"
 import { type AttemptResult, type ClaimedDelivery, type ClaimRequest, DeliveryRepo } from "./DeliveryRepo.ts"
 import type { Secrets, WebhookSettings } from "./Domain.ts"
-import { backoffMillis, deliveryHeaders, envelope, webhookId } from "./Signing.ts"
+import { backoffMillis, deliveryHeaders, envelope } from "./Signing.ts"
+import { eventId } from "../events/Repo.ts"
 
 /** Events read from the log per integration and round. */
 const eventBatch = 1000
@@ -106,8 +107,8 @@ export const WebhookDeliveryLayer = Layer.effectDiscard(Effect.gen(function*() {
     const started = yield* Clock.currentTimeMillis
     // A request that could outlast its lease is not sent: the lease lapses and the delivery is claimed again.
     if (started + settings.timeoutSeconds * 1000 > d.lease_until.getTime()) return
-    const id = webhookId(d.event_id)
-    const body = envelope({ id, type: d.key, companyId: d.company_id, createdAt: d.created_at.toISOString(), dataJson: d.data })
+    const id = eventId(d.event_id)
+    const body = envelope({ id, seq: d.seq, event: d.key, companyId: d.company_id, occurredAt: d.created_at.toISOString(), dataJson: d.data })
     const sent = secrets === null
       ? Result.fail({ message: "The integration's secrets could not be decrypted; set them again (PATCH secrets)." })
       : yield* Effect.result(outbound.request({

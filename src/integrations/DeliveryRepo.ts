@@ -26,6 +26,8 @@ export interface ClaimedDelivery {
   readonly event_id: number
   readonly attempts: number
   readonly key: string
+  /** The event's number in its company (deliveries are made for numbered events only). */
+  readonly seq: number
   readonly created_at: Date
   readonly data: string
   /** The integration's `updated_at` when claimed. */
@@ -189,12 +191,12 @@ export class DeliveryRepo extends Context.Service<DeliveryRepo, {
             )
             UPDATE webhook_deliveries d SET lease_until = picked.lease, lease_token = ${o.token}
             FROM picked, events e WHERE d.id = picked.id AND e.id = d.event_id
-            RETURNING d.id, d.integration_id, d.company_id, d.event_id, d.attempts, e.key, e.created_at,
+            RETURNING d.id, d.integration_id, d.company_id, d.event_id, d.attempts, e.key, e.seq, e.created_at,
               e.payload::text AS data, picked.updated_at, d.lease_until`
           return {
             scanned,
             deliveries: deliveries
-              .map((d) => ({ ...d, id: Number(d.id), integration_id: Number(d.integration_id), company_id: Number(d.company_id), event_id: Number(d.event_id) }))
+              .map((d) => ({ ...d, id: Number(d.id), integration_id: Number(d.integration_id), company_id: Number(d.company_id), event_id: Number(d.event_id), seq: Number(d.seq) }))
               .sort((a, b) => a.lease_until.getTime() - b.lease_until.getTime() || a.id - b.id)
           }
         }).pipe(sql.withTransaction, Effect.orDie)

@@ -228,11 +228,13 @@ export class Integrations extends Context.Service<Integrations, {
         if (Object.keys(errors).length > 0) return yield* invalidFields(errors)
         const at = yield* now
         const id = `evt_test_${randomBytes(12).toString("hex")}`
+        // A test is no event of the company: it has no number in its sequence (`seq` 0).
         const body = envelope({
           id,
-          type,
+          seq: 0,
+          event: type,
           companyId: company.id,
-          createdAt: at.toISOString(),
+          occurredAt: at.toISOString(),
           dataJson: JSON.stringify({ test: true, message: "This is a test delivery." })
         })
         const timestamp = Math.floor((yield* Clock.currentTimeMillis) / 1000)

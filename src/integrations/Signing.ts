@@ -28,20 +28,20 @@ const keyOf = (secret: string): KeyObject => {
 export const sign = (secret: string, id: string, timestampSeconds: number, body: string): string =>
   `v1,${createHmac("sha256", keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest("base64")}`
 
-/** The `webhook-id` of an event: stable across retries, the same for every integration it reaches. */
-export const webhookId = (eventId: number | string) => `evt_${eventId}`
-
-/** The body: the event envelope. `data` is spliced in as stored, so retries send the same bytes. */
+/**
+ * The body: the event envelope of replay and realtime (`id`, `seq`, `event`, `company_id`, `occurred_at`,
+ * `data`), its `id` also the `webhook-id`. `data` is spliced in as stored, so retries send the same bytes.
+ */
 export const envelope = (event: {
   readonly id: string
-  readonly type: string
+  readonly seq: number
+  readonly event: string
   readonly companyId: number
-  readonly createdAt: string
+  readonly occurredAt: string
   readonly dataJson: string
 }): string =>
-  `{"id":${JSON.stringify(event.id)},"type":${JSON.stringify(event.type)},"company_id":${event.companyId},"created_at":${
-    JSON.stringify(event.createdAt)
-  },"data":${event.dataJson}}`
+  `{"id":${JSON.stringify(event.id)},"seq":${event.seq},"event":${JSON.stringify(event.event)},"company_id":${event.companyId},` +
+  `"occurred_at":${JSON.stringify(event.occurredAt)},"data":${event.dataJson}}`
 
 export const deliveryHeaders = (
   settings: Pick<WebhookSettings, "signatureHeader" | "authType">,

@@ -1,6 +1,7 @@
 import { Clock, DateTime, Effect, Option, Predicate } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import type { CompanyId } from "../auth/Domain.ts"
+import { customFieldKey } from "../platform/FreeForm.ts"
 import type { Condition, ConditionInput, GroupLogic } from "./Domain.ts"
 import { likeEscape } from "../platform/Sql.ts"
 
@@ -97,8 +98,6 @@ const text = (value: unknown): Option.Option<string> => {
   if (!Predicate.isString(raw) || raw.trim() === "" || raw.length > MaxText) return Option.none()
   return Option.some(raw.trim())
 }
-
-const customKey = /^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$/
 
 /**
  * Checks conditions and types them. Every mistake is reported on `conditions.<i>.<key>` with
@@ -198,7 +197,7 @@ export const parse = (inputs: ReadonlyArray<ConditionInput>, prefix = "condition
           name = input.field_name
         } else {
           const key = (input.field_name ?? "").replace(/^custom_fields\./, "")
-          if (!customKey.test(key)) {
+          if (!customFieldKey.test(key)) {
             return fail("field_name", `The ${at("field_name")} field must be a custom field name (letters, digits, _ . -; up to 64).`)
           }
           name = key

@@ -21,6 +21,7 @@ const contactFields = [
   "company_id",
   "contactAccounts",
   "created_at",
+  "custom_fields",
   "displayName",
   "emailes",
   "firstName",
@@ -328,13 +329,50 @@ describe("lookup, channel options and identifiers", () => {
     assert.deepStrictEqual(res.body.data.map((r: any) => r.contact_id), [ann.id, wa.id, kit.id, null, kit.id, null])
     assert.deepStrictEqual(res.body.data[0].identifier, identifiers[0])
 
-    const bad = await request(server, "POST", "/v1/contacts/resolve-identifiers", {
-      token: company.token,
-      body: { identifiers: [{ phone: "12" }, { channel_type: "msgr_b" }] }
-    })
-    assert.strictEqual(bad.status, 422)
-    assert.deepStrictEqual(Object.keys(bad.body.errors).sort(), ["identifiers.0.phone", "identifiers.1"])
-    assert.strictEqual((await request(server, "POST", "/v1/contacts/resolve-identifiers", { token: company.token, body: { identifiers: [] } })).status, 422)
+    assert.deepStrictEqual(res.body.data.map((r: any) => r.reason), [null, null, null, "not_found", null, "not_found"])
+    assert.deepStrictEqual(res.body.data[5], { identifier: identifiers[5], contact_id: null, reason: "not_found", message: null })
+  })
+
+  it("resolve-identifiers answers every item of a batch with a bad one, each with its reason; only the shape is refused", async () => {
+    const company = await createCompany(server)
+    const ann = await createContact(server, company.token, { firstName: "Ann", phones: [{ phone: "+14155550123" }] })
+    const identifiers = [
+      { phone: "12" },
+      { phone: "+14155550123" },
+      { channel_type: "msgr_b" },
+      { username: "   " },
+      { phone: "x".repeat(300) },
+      { external_id: "y".repeat(300) },
+      { phone: "+14155550199" }
+    ]
+    const res = await request(server, "POST", "/v1/contacts/resolve-identifiers", { token: company.token, body: { identifiers } })
+    assert.strictEqual(res.status, 200, JSON.stringify(res.body))
+    assert.deepStrictEqual(res.body.data.map((r: any) => [r.contact_id, r.reason]), [
+      [null, "invalid_phone"],
+      [ann.id, null],
+      [null, "no_identifier"],
+      [null, "no_identifier"],
+      [null, "invalid_phone"],
+      [null, "not_found"],
+      [null, "not_found"]
+    ])
+    assert.deepStrictEqual(res.body.data.map((r: any) => r.identifier), identifiers)
+    assert.match(res.body.data[0].message, /phone/)
+    assert.strictEqual(res.body.data[1].message, null)
+
+    for (const body of [
+      { identifiers: [] },
+      { identifiers: "+14155550123" },
+      { identifiers: { phone: "+14155550123" } },
+      { identifiers: Array.from({ length: 501 }, () => ({ phone: "+14155550123" })) },
+      { identifiers: [{ phone: 14155550123 }] },
+      { identifiers: [{ username: "kit", channel_type: "fax" }] },
+      {}
+    ]) {
+      const refused = await request(server, "POST", "/v1/contacts/resolve-identifiers", { token: company.token, body })
+      assert.strictEqual(refused.status, 422, JSON.stringify(body).slice(0, 80))
+      assert.isTrue(Object.keys(refused.body.errors).every((key) => key.startsWith("identifiers")), JSON.stringify(refused.body))
+    }
   })
 })
 

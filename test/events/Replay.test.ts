@@ -3,6 +3,7 @@ import { Context, Effect, Layer, PubSub } from "effect"
 import { SqlClient } from "effect/sql"
 import { afterAll, beforeAll } from "vitest"
 import { Events } from "../../src/events/Events.ts"
+import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let server: RunningServer
@@ -30,6 +31,7 @@ const emitThenRollBack = (companyId: number, key: string, payload: unknown) =>
 const replay = (token: string, query = "") => request(server, "GET", `/v1/events${query}`, { token })
 
 interface Envelope {
+  readonly id: string
   readonly seq: number
   readonly event: string
   readonly company_id: number
@@ -55,7 +57,10 @@ describe("GET /v1/events", () => {
     assert.deepStrictEqual(seqs(items), range(base + 1, 3))
     assert.deepStrictEqual(items.map((e) => e.event), ["contact.created", "contact.updated", "message.created"])
     assert.deepStrictEqual(items[2].data, { id: 9, body: "hé \"quoted\"", user_id: a.admin.id })
+    const rows = await query<{ id: string; seq: string }>(server, "SELECT id, seq FROM events WHERE company_id = $1 AND seq > $2 ORDER BY seq", [a.id, base])
+    assert.deepStrictEqual(items.map((e) => [e.id, e.seq]), rows.map((r) => [`evt_${r.id}`, Number(r.seq)]))
     for (const item of items) {
+      assert.deepStrictEqual(Object.keys(item), ["id", "seq", "event", "company_id", "occurred_at", "data"])
       assert.strictEqual(item.company_id, a.id)
       assert.strictEqual(new Date(item.occurred_at).toISOString(), item.occurred_at)
     }
@@ -140,7 +145,8 @@ describe("GET /v1/events", () => {
       assert.deepStrictEqual(seqs(own), range(own[0].seq, n))
     }
     assert.sameMembers(items.filter((e) => e.event === "contact.created").map((e) => e.data.single), range(0, 10))
-    const wire = (list: ReadonlyArray<Envelope>) => list.map((e) => [e.seq, e.event, e.occurred_at, e.data])
+    // The same envelope live (batches numbered as written, single events by the sequencer) and replayed, ids included.
+    const wire = (list: ReadonlyArray<Envelope>) => list.map((e) => [e.id, e.seq, e.event, e.occurred_at, e.data])
     assert.deepStrictEqual(wire(got.here), wire(items))
     if (got.other !== null) assert.deepStrictEqual(wire(got.other), wire(items))
   })

@@ -15,6 +15,7 @@ import { addUser, mobileLogin } from "../auth/support.ts"
 import { createSegment } from "../segments/support.ts"
 import { payloadsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
+import { whenAvailable } from "../support/Requires.ts"
 import {
   createExport,
   expectedContacts,
@@ -145,6 +146,7 @@ describe("exports", () => {
     assert.strictEqual(ExportJob.concurrency, 2)
   })
 
+  whenAvailable({ programs: ["soffice"] }, "the XLSX export in LibreOffice", () =>
   it("an XLSX export opens in LibreOffice: its CSV conversion equals the database row by row", { timeout: 60_000 }, async () => {
     const company = await createCompany(server)
     const data = await seed(server, company)
@@ -173,7 +175,7 @@ describe("exports", () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
-  })
+  }))
 
   it("filters narrow messages by date, channel, direction, conversation and group chat; contacts by account type; segments by segment", async () => {
     const company = await createCompany(server)

@@ -76,23 +76,25 @@ describe("webhook delivery", () => {
       assert.strictEqual(r.received.length, 2, "only the subscribed key is delivered, once per integration")
       const plain = r.received.find((x) => x.headers["x-crm-signature"] === undefined)!
       const signed = new Webhook(signingSecret).verify(plain.body, plain.headers as Record<string, string>) as any
-      const [event] = await query<{ id: string; created_at: Date }>(
-        server, "SELECT id, created_at FROM events WHERE company_id = $1 AND key = 'message.created'", [company.id]
+      const [event] = await query<{ id: string; seq: string; created_at: Date }>(
+        server, "SELECT id, seq, created_at FROM events WHERE company_id = $1 AND key = 'message.created'", [company.id]
       )
       assert.deepStrictEqual(signed, {
         id: `evt_${event.id}`,
-        type: "message.created",
+        seq: Number(event.seq),
+        event: "message.created",
         company_id: company.id,
-        created_at: new Date(event.created_at).toISOString(),
+        occurred_at: new Date(event.created_at).toISOString(),
         data: { message: { id: 7, text: "hé" }, channel_id: 5, conversation_id: 1 }
       })
+      assert.deepStrictEqual(Object.keys(JSON.parse(plain.body)), ["id", "seq", "event", "company_id", "occurred_at", "data"])
       assert.strictEqual(plain.headers["webhook-id"], `evt_${event.id}`)
       assert.strictEqual(plain.headers["content-type"], "application/json")
       assert.isUndefined(plain.headers.authorization)
-      // The replay carries the same event, payload and time.
+      // The replay carries the same envelope: a webhook is matched to its replayed event by id or seq.
       const replay = await request(server, "GET", "/v1/events", { token: company.token })
       const same = replay.body.data.items.find((e: any) => e.event === "message.created")
-      assert.deepStrictEqual([same.data, same.occurred_at], [signed.data, signed.created_at])
+      assert.deepStrictEqual(same, signed)
 
       // A custom signature header carries the same Standard Webhooks signature.
       const other = r.received.find((x) => x.headers["x-crm-signature"] !== undefined)!
@@ -169,6 +171,9 @@ describe("webhook delivery", () => {
       await sleep(1_500)
       assert.strictEqual(r.received.length, 3, "no attempt after the success")
       assert.strictEqual(new Set(r.received.map((x) => x.headers["webhook-id"])).size, 1)
+      // Every attempt sends the same envelope, its id the webhook-id.
+      assert.strictEqual(new Set(r.received.map((x) => x.body)).size, 1)
+      assert.strictEqual(JSON.parse(r.received[0].body).id, r.received[0].headers["webhook-id"])
       // Each retry signs again with its own timestamp; every one verifies.
       for (const x of r.received) new Webhook(signingSecret).verify(x.body, x.headers as Record<string, string>)
       // Backoff: the first retry waits ~50 ms (5 s scaled), the second ~300 ms (30 s scaled), ±20%.
@@ -335,12 +340,13 @@ describe("webhook delivery", () => {
       assert.isNumber(res.body.data.duration_ms)
       assert.strictEqual(r.received.length, 1)
       const event = new Webhook(signingSecret).verify(r.received[0].body, r.received[0].headers as Record<string, string>) as any
-      assert.deepStrictEqual([event.type, event.company_id], ["webhook.test", company.id])
+      assert.deepStrictEqual([event.event, event.company_id, event.seq], ["webhook.test", company.id, 0])
+      assert.match(event.id, /^evt_test_/)
       assert.strictEqual(r.received[0].headers.authorization, "Bearer t")
       r.respond = () => ({ status: 500 })
       const failed = await request(server, "POST", "/v1/integrations/test-webhook", { token: company.token, body: { url: r.url, event_key: "contact.created" } })
       assert.deepStrictEqual([failed.body.data.ok, failed.body.data.status_code, failed.body.data.error], [false, 500, "The receiver answered HTTP 500."])
-      assert.strictEqual(JSON.parse(r.received[1].body).type, "contact.created")
+      assert.strictEqual(JSON.parse(r.received[1].body).event, "contact.created")
       await sleep(300)
       assert.strictEqual(r.received.length, 2, "sent once, never retried")
       assert.deepStrictEqual((await query(server, "SELECT id FROM integrations WHERE company_id = $1", [company.id])), [])

@@ -219,12 +219,14 @@ describe("realtime delivery through pusher-js", () => {
 
       const received = (yield* next(created)) as Record<string, unknown>
       assert.deepStrictEqual(received, {
+        id: committed.id,
         seq: committed.seq,
         event: "contact.created",
         company_id: a.id,
         occurred_at: committed.occurred_at,
         data: { id: 2, marker: "committed" }
       })
+      assert.match(committed.id, /^evt_\d+$/)
       // The rolled-back write took no sequence number either.
       assert.strictEqual(committed.seq, before + 1)
       assert.strictEqual(yield* Queue.size(created), 0)

@@ -1,4 +1,6 @@
+import { whenAvailable } from "../support/Requires.ts"
+import { kamailioNeeds } from "./support.ts"
 import { adminSuite } from "./AdminSuite.ts"
 
 // The same API tests against Kamailio (repository cfg) on loopback ports of its own.
-adminSuite("kamailio")
+whenAvailable(kamailioNeeds, "operator telephony on Kamailio", () => adminSuite("kamailio"))

@@ -4,7 +4,8 @@ import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { query } from "../support/Sql.ts"
 import { request, type RunningServer } from "../support/TestServer.ts"
 import { Agent, type Account, eventually, freePortPair, type Kamailio, parseProvisioningUri, registerOverWebSocket } from "./sip.ts"
-import { base, enable, person, SIP_DOMAIN, startTelephony, telephonyCompany } from "./support.ts"
+import { whenAvailable } from "../support/Requires.ts"
+import { base, enable, kamailioNeeds, person, SIP_DOMAIN, startTelephony, telephonyCompany } from "./support.ts"
 
 /**
  * PBX=kamailio end to end: the API writes the accounts, Kamailio (repository cfg) registers real
@@ -19,21 +20,6 @@ let server: RunningServer
 let kamailio: Kamailio
 let trunk: Agent
 const agents: Array<Agent> = []
-
-beforeAll(async () => {
-  const trunkPort = await freePortPair()
-  telephony = await startTelephony("kamailio", {}, { trunkUri: `sip:127.0.0.1:${trunkPort};transport=tcp` })
-  server = telephony.server
-  kamailio = telephony.kamailio!
-  // baresip answers only at its own user: the trunk is the one number the tests dial out to.
-  trunk = await Agent.start({ username: TRUNK_NUMBER, password: "", domain: "127.0.0.1", proxyPort: trunkPort, listenPort: trunkPort, transport: "tcp", trunk: true })
-  agents.push(trunk)
-}, 60_000)
-
-afterAll(async () => {
-  await Promise.all(agents.map((agent) => agent.stop()))
-  await telephony?.close()
-})
 
 const phone = async (account: Omit<Account, "proxyPort" | "transport">) => {
   const agent = await Agent.start({ ...account, proxyPort: kamailio.sipPort, transport: "tcp" })
@@ -86,7 +72,22 @@ const office = async () => {
   return { company, alice, bob, alicePhone: a.agent, bobPhone: b.agent, domain: a.uri.host }
 }
 
-describe("telephony on Kamailio (PBX=kamailio)", () => {
+whenAvailable(kamailioNeeds, "telephony on Kamailio", () => describe("telephony on Kamailio (PBX=kamailio)", () => {
+beforeAll(async () => {
+  const trunkPort = await freePortPair()
+  telephony = await startTelephony("kamailio", {}, { trunkUri: `sip:127.0.0.1:${trunkPort};transport=tcp` })
+  server = telephony.server
+  kamailio = telephony.kamailio!
+  // baresip answers only at its own user: the trunk is the one number the tests dial out to.
+  trunk = await Agent.start({ username: TRUNK_NUMBER, password: "", domain: "127.0.0.1", proxyPort: trunkPort, listenPort: trunkPort, transport: "tcp", trunk: true })
+  agents.push(trunk)
+}, 60_000)
+
+afterAll(async () => {
+  await Promise.all(agents.map((agent) => agent.stop()))
+  await telephony?.close()
+})
+
   it("says so in /ready, and keeps digests only in Kamailio's subscriber table", async () => {
     const ready = await request(server, "GET", "/ready")
     assert.deepStrictEqual(ready.body.telephony, { pbx: "kamailio" })
@@ -261,4 +262,4 @@ describe("telephony on Kamailio (PBX=kamailio)", () => {
     const digests = await query(server, "SELECT ha1 FROM kamailio.subscriber WHERE company_id = $1 AND username = $2", [company.id, before.sip_username])
     assert.strictEqual(digests[0].ha1, sipDigests(before.sip_username, before.host, before.sip_password).ha1)
   })
-})
+}))

@@ -10,6 +10,9 @@ export type Adapter = "in-process" | "kamailio"
 
 export const SIP_DOMAIN = "sip.test"
 
+/** Kamailio reads the accounts from PostgreSQL; the phones of the end-to-end file are baresip. */
+export const kamailioNeeds = { programs: ["kamailio", "baresip"], postgres: true } as const
+
 interface Devices {
   readonly kamailio: Kamailio
   /** SIP-over-WebSocket registrations the test made, per company: closed with the server. */
