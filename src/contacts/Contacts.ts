@@ -10,8 +10,7 @@ import {
   invalidFields,
   type NotFound,
   notFound,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { pageInfo } from "../platform/Pagination.ts"
 import { invalidPhoneMessage, normalizePhone } from "../platform/Phones.ts"
 import {
@@ -174,7 +173,7 @@ export class Contacts extends Context.Service<Contacts, {
         effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", (e) => Effect.die(e)))
 
       const load = Effect.fnUntraced(function*(companyId: CompanyId, id: number) {
-        return view(Option.getOrThrow(yield* repo.find(companyId, id)))
+        return view(yield* orNotFound(yield* repo.find(companyId, id)))
       })
 
       /** `photo_media_id` as the photo columns: absent keeps, null clears, an id must be an image upload. */
