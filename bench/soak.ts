@@ -22,7 +22,7 @@ import { Effect } from "effect"
 import { RealtimeGateway } from "../src/realtime/Gateway.ts"
 import { api, startInProcess } from "./support/App.ts"
 import { benchDatabase, runSql } from "./support/Database.ts"
-import { runBench, sleep } from "./support/Processes.ts"
+import { runBench } from "./support/Processes.ts"
 import { machine } from "./support/Report.ts"
 import { openPool } from "./support/WsClients.ts"
 
@@ -111,13 +111,13 @@ const load = async () => {
     while (Date.now() < until) {
       const res = await call("POST", "/v1/exports", { type: "contacts", format: "csv" })
       count("export", res.status, res.body)
-      await sleep(60_000)
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, Math.min(60_000, until - Date.now()))))
     }
   })()
   await Promise.all([...loops, exports])
   ;(report as { socketEvents: number }).socketEvents = pool.arrivals(0)
   pool.close()
-  process.send!(report)
+  process.send!(report, () => process.exit(0))
 }
 
 // ---------------------------------------------------------------- the app and the samples (this process)
@@ -182,7 +182,7 @@ const main = async () => {
     })
     const report = await new Promise<LoadReport>((resolve, reject) => {
       child.on("message", (m) => resolve(m as LoadReport))
-      child.on("exit", (code) => reject(new Error(`load exited with ${code}`)))
+      child.on("exit", (code) => setTimeout(() => reject(new Error(`load exited with ${code} before its report`)), 2_000))
     })
     clearInterval(timer)
     const contactRows = await runSql<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM contacts WHERE company_id = $1 AND id = ANY($2::bigint[])", [companyId, report.contacts])

@@ -97,6 +97,10 @@ const childSchema = (contract: BodyContract | undefined, schema: JsonSchema | un
   return undefined
 }
 
+/** A field the contract types as a number: ids in free-form objects are the client's own data. */
+const isIdField = (contract: BodyContract | undefined, schema: JsonSchema | undefined) =>
+  contract === undefined || (schema !== undefined && branches(contract, schema).some((node) => typesOf(node).some((t) => t === "integer" || t === "number")))
+
 /**
  * Every string, key, id, depth and key count of a parsed JSON body, against the limits above; with the
  * operation's contract, string lengths against what it declares.
@@ -112,7 +116,7 @@ export const inspectJson = (body: unknown, contract?: BodyContract): Issues => {
     if (depth >= maxDepth) return add(issues, field, `The request body is nested too deeply (at most ${maxDepth} levels).`)
     if (Array.isArray(value)) {
       const items = childSchema(contract, schema, 0)
-      const idList = path.length > 0 && idsKey.test(path[path.length - 1])
+      const idList = path.length > 0 && idsKey.test(path[path.length - 1]) && isIdField(contract, items)
       value.forEach((item, i) => walk(item, [...path, String(i)], depth + 1, items, idList))
       return
     }
@@ -124,7 +128,8 @@ export const inspectJson = (body: unknown, contract?: BodyContract): Issues => {
         add(issues, field, `Field names must be at most ${maxKeyLength} characters of text without control characters.`)
         continue
       }
-      walk((value as Record<string, unknown>)[key], [...path, key], depth + 1, childSchema(contract, schema, key), idKey.test(key))
+      const child = childSchema(contract, schema, key)
+      walk((value as Record<string, unknown>)[key], [...path, key], depth + 1, child, idKey.test(key) && isIdField(contract, child))
     }
   }
   walk(body, [], 0, contract?.schema, false)

@@ -106,6 +106,9 @@ describe("ids", () => {
     assert.includeMembers(Object.keys(deal.body.errors), ["contact_id", "funnel_id"])
     const list = await request(server, "GET", "/v1/segments", { token: company.token })
     assert.strictEqual(list.body.data.items.length, 0)
+    const own = await request(server, "POST", "/v1/deals", { token: company.token, body: { title: "x", custom_fields: { legacy_id: 0, old_ids: [-1] } } })
+    assert.notProperty(own.body.errors ?? {}, "custom_fields.legacy_id", "an id-like key in a free-form object is the client's own data")
+    assert.notProperty(own.body.errors ?? {}, "custom_fields.old_ids.0")
   })
 })
 
