@@ -28,6 +28,7 @@ import { MembersHttp } from "./members/Http.ts"
 import { PlatformHttp } from "./platform-admin/Http.ts"
 import { PlatformKey } from "./platform-admin/PlatformKey.ts"
 import { KernelMiddleware, registerKnownRoutes } from "./platform/HttpKernel.ts"
+import { registerBodyContracts } from "./platform/InputHygiene.ts"
 import { RealtimeGateway } from "./realtime/Gateway.ts"
 import { RealtimeAuthHttp } from "./realtime/Http.ts"
 import { SoftphoneHttp, TelephonyHttp } from "./telephony/Http.ts"
@@ -97,8 +98,10 @@ const Handlers = Layer.mergeAll(
   Layer.provide([PlatformKey.layer, PlanGateLayer, AuthenticationLayer.pipe(Layer.provide(AuthRepo.layer))])
 )
 
+const document = OpenApi.fromApi(Api)
+registerBodyContracts(document)
 registerKnownRoutes([
-  ...Object.entries(OpenApi.fromApi(Api).paths).flatMap(([path, item]) =>
+  ...Object.entries(document.paths).flatMap(([path, item]) =>
     Object.keys(item).filter((key) => HttpMethod.isHttpMethod(key.toUpperCase())).map((method) => [method, path] as const)
   ),
   ["GET", "/health"],

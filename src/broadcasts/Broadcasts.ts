@@ -14,8 +14,7 @@ import {
   ruleViolation,
   ServiceUnavailable,
   type TooManyRequests,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { Jobs } from "../platform/Jobs.ts"
 import { offsetOf } from "../platform/Pagination.ts"
 import { inSnapshot } from "../platform/Sql.ts"
@@ -271,7 +270,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
           const now = yield* nowDate
           const id = yield* repo.insert(company.id, actor.userId, { ...fields, status: draft ? "draft" : "scheduled" }, now)
           yield* events.emit(company.id, "broadcast.created", { broadcast: { id, name: fields.name, status: draft ? "draft" : "scheduled" } })
-          if (!draft) yield* launch(company.id, Option.getOrThrow(yield* repo.find(company.id, id)))
+          if (!draft) yield* launch(company.id, yield* orNotFound(yield* repo.find(company.id, id)))
           return id
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
         return yield* show(company.id, id)
@@ -297,7 +296,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
           yield* check(company.id, fields, fields.schedule.scheduledAt)
           const now = yield* nowDate
           yield* repo.update(company.id, id, { ...fields, status: row.status }, now)
-          if (row.status === "scheduled") yield* launch(company.id, Option.getOrThrow(yield* repo.find(company.id, id)))
+          if (row.status === "scheduled") yield* launch(company.id, yield* orNotFound(yield* repo.find(company.id, id)))
           yield* emitUpdated(company.id, { id, name: fields.name }, row.status)
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
         return yield* show(company.id, id)
@@ -535,7 +534,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
             yield* repo.setTimer(companyId, broadcastId, null, false, yield* nowDate)
           }
           if ((yield* repo.activeRuns(companyId, broadcastId)).length > 0) return
-          yield* engine.start(companyId, Option.getOrThrow(yield* repo.find(companyId, broadcastId)))
+          yield* engine.start(companyId, yield* orNotFound(yield* repo.find(companyId, broadcastId)))
         }).pipe(sql.withTransaction, Effect.orDie)
       })
 

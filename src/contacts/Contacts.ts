@@ -10,7 +10,8 @@ import {
   invalidFields,
   type NotFound,
   notFound,
-  type Unprocessable
+  type Unprocessable,
+  orNotFound
 } from "../platform/Errors.ts"
 import { type CustomFields, maxCustomFields } from "../platform/FreeForm.ts"
 import { pageInfo } from "../platform/Pagination.ts"
@@ -217,7 +218,7 @@ export class Contacts extends Context.Service<Contacts, {
         effect.pipe(sql.withTransaction, Effect.catchTag("SqlError", (e) => Effect.die(e)))
 
       const load = Effect.fnUntraced(function*(companyId: CompanyId, id: number) {
-        return view(Option.getOrThrow(yield* repo.find(companyId, id)))
+        return view(yield* orNotFound(yield* repo.find(companyId, id)))
       })
 
       /** `photo_media_id` as the photo columns: absent keeps, null clears, an id must be an image upload. */

@@ -8,8 +8,7 @@ import {
   invalidField,
   type NotFound,
   notFound,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { pageInfo } from "../platform/Pagination.ts"
 import { dealsAccess } from "./Access.ts"
 import type { Activity, CreateDeal, Deal, DealChanges, DealListQuery, DealStatus, NoteInput, PageQuery, Stage, UpdateDeal } from "./Domain.ts"
@@ -150,7 +149,7 @@ export class Deals extends Context.Service<Deals, {
           if (input.funnel_id !== undefined) return yield* invalidField("funnel_stage_id", messages.stageRequired)
           const funnel = yield* funnels.fallback(company.id)
           if (Option.isNone(funnel)) return yield* invalidField("funnel_id", "The company has no funnel yet: create one first.")
-          stage = Option.getOrThrow(yield* funnels.firstOpenStage(company.id, funnel.value.id))
+          stage = yield* orNotFound(yield* funnels.firstOpenStage(company.id, funnel.value.id))
         } else {
           const named = yield* funnels.stage(company.id, input.funnel_stage_id)
           if (Option.isNone(named)) return yield* invalid("funnel_stage_id")
@@ -185,7 +184,7 @@ export class Deals extends Context.Service<Deals, {
           ...closing
         })
         if (Option.isNone(id)) return yield* conversationTaken()
-        const deal = Option.getOrThrow(yield* repo.find(company.id, id.value))
+        const deal = yield* orNotFound(yield* repo.find(company.id, id.value))
         yield* timeline.add(company.id, deal.id, { type: "created", actorUserId: actor.userId, body: deal.title })
         yield* events.emit(company.id, "deal.created", { deal })
         if (status !== "open") yield* closedEntry(company.id, deal, actor.userId)
@@ -317,7 +316,7 @@ export class Deals extends Context.Service<Deals, {
         if (Option.isNone(deal)) return yield* dealNotFound()
         if (deal.value.deleted_at === null) return deal.value
         yield* repo.setDeleted(company.id, id, null)
-        const restored = Option.getOrThrow(yield* repo.find(company.id, id))
+        const restored = yield* orNotFound(yield* repo.find(company.id, id))
         yield* events.emit(company.id, "deal.restored", { deal: restored })
         return restored
       }, transaction)
@@ -336,7 +335,7 @@ export class Deals extends Context.Service<Deals, {
         const actor = yield* CurrentActor
         yield* live(company.id, id)
         const entry = yield* timeline.add(company.id, id, { type: "note", actorUserId: actor.userId, body: input.body.trim() })
-        return Option.getOrThrow(yield* timeline.find(company.id, entry))
+        return yield* orNotFound(yield* timeline.find(company.id, entry))
       }, transaction)
 
       return Deals.of({ list, forContact, get, create, update, delete: remove, restore, activities, addNote })

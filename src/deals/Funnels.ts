@@ -8,8 +8,7 @@ import {
   type NotFound,
   notFound,
   ruleViolation,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { configure, dealsAccess } from "./Access.ts"
 import type {
   DealType,
@@ -96,7 +95,7 @@ export class Funnels extends Context.Service<Funnels, {
         for (const [index, stage] of stages.entries()) {
           yield* repo.insertStage(company.id, id, { name: stage.name.trim(), type: stage.type, order: stage.order ?? index })
         }
-        return Option.getOrThrow(yield* repo.find(company.id, id))
+        return yield* orNotFound(yield* repo.find(company.id, id))
       }, transaction)
 
       const update = Effect.fn("Funnels.update")(function*(id: number, patch: FunnelPatch) {
@@ -117,7 +116,7 @@ export class Funnels extends Context.Service<Funnels, {
           ...(patch.order !== undefined ? { order: patch.order } : {}),
           ...(patch.is_default === true ? { is_default: true } : {})
         })
-        return Option.getOrThrow(yield* repo.find(company.id, id))
+        return yield* orNotFound(yield* repo.find(company.id, id))
       }, transaction)
 
       const remove = Effect.fn("Funnels.delete")(function*(id: number) {
@@ -152,7 +151,7 @@ export class Funnels extends Context.Service<Funnels, {
         const company = yield* dealsAccess(configure)
         yield* lockFunnel(company.id, funnelId)
         const id = yield* repo.insertStage(company.id, funnelId, { name: input.name.trim(), type: input.type, order: input.order })
-        return Option.getOrThrow(yield* repo.stage(company.id, id))
+        return yield* orNotFound(yield* repo.stage(company.id, id))
       }, transaction)
 
       const updateStage = Effect.fn("Funnels.updateStage")(function*(funnelId: number, stageId: number, patch: StagePatch) {
@@ -167,7 +166,7 @@ export class Funnels extends Context.Service<Funnels, {
           ...(patch.type !== undefined ? { type: patch.type } : {}),
           ...(patch.order !== undefined ? { order: patch.order } : {})
         })
-        return Option.getOrThrow(yield* repo.stage(company.id, stageId))
+        return yield* orNotFound(yield* repo.stage(company.id, stageId))
       }, transaction)
 
       const deleteStage = Effect.fn("Funnels.deleteStage")(function*(funnelId: number, stageId: number) {
@@ -190,7 +189,7 @@ export class Funnels extends Context.Service<Funnels, {
       const createType = Effect.fn("Funnels.createType")(function*(input: DealTypeInput) {
         const company = yield* dealsAccess(configure)
         const id = yield* repo.insertType(company.id, { name: input.name.trim(), order: input.order })
-        return Option.getOrThrow(yield* repo.findType(company.id, id))
+        return yield* orNotFound(yield* repo.findType(company.id, id))
       })
 
       const updateType = Effect.fn("Funnels.updateType")(function*(id: number, patch: DealTypePatch) {
@@ -200,7 +199,7 @@ export class Funnels extends Context.Service<Funnels, {
           ...(patch.order !== undefined ? { order: patch.order } : {})
         })
         if (!updated) return yield* typeNotFound()
-        return Option.getOrThrow(yield* repo.findType(company.id, id))
+        return yield* orNotFound(yield* repo.findType(company.id, id))
       })
 
       const deleteType = Effect.fn("Funnels.deleteType")(function*(id: number) {
@@ -217,7 +216,7 @@ export class Funnels extends Context.Service<Funnels, {
         const company = yield* dealsAccess("lost_reason.manage")
         const id = yield* repo.insertReason(company.id, { name: input.name.trim(), is_active: input.is_active ?? true, order: input.order })
         if (Option.isNone(id)) return yield* reasonTaken()
-        return Option.getOrThrow(yield* repo.findReason(company.id, id.value))
+        return yield* orNotFound(yield* repo.findReason(company.id, id.value))
       })
 
       const updateReason = Effect.fn("Funnels.updateReason")(function*(id: number, patch: LostReasonPatch) {
@@ -229,7 +228,7 @@ export class Funnels extends Context.Service<Funnels, {
         })
         if (Option.isNone(updated)) return yield* reasonTaken()
         if (!updated.value) return yield* reasonNotFound()
-        return Option.getOrThrow(yield* repo.findReason(company.id, id))
+        return yield* orNotFound(yield* repo.findReason(company.id, id))
       })
 
       const deleteReason = Effect.fn("Funnels.deleteReason")(function*(id: number) {

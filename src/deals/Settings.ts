@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId, type CurrentActor } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { type FeatureNotAvailable, type Forbidden, invalidField, type Unprocessable } from "../platform/Errors.ts"
+import { type FeatureNotAvailable, type Forbidden, invalidField, type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { configure, dealsAccess } from "./Access.ts"
 import { type DealSettings, type DealSettingsInput, defaultTitleTemplate } from "./Domain.ts"
 import { FunnelsRepo } from "./FunnelsRepo.ts"
@@ -119,7 +119,7 @@ export const autoCreateForConversation = (
         stage_changed_at: now
       })
       if (Option.isNone(id)) return Option.none()
-      const deal = Option.getOrThrow(yield* deals.find(companyId, id.value))
+      const deal = yield* orNotFound(yield* deals.find(companyId, id.value))
       yield* timeline.add(companyId, deal.id, {
         type: "system",
         actorUserId: null,

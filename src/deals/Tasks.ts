@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { type CompanyId, CurrentActor } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { type FeatureNotAvailable, type Forbidden, invalidField, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
+import { type FeatureNotAvailable, type Forbidden, invalidField, type NotFound, notFound, type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { pageInfo } from "../platform/Pagination.ts"
 import { dealsAccess } from "./Access.ts"
 import { dealNotFound } from "./Deals.ts"
@@ -91,7 +91,7 @@ export class Tasks extends Context.Service<Tasks, {
           assigned_user_id: input.assigned_user_id ?? actor.userId,
           created_by_user_id: actor.userId
         })
-        const task = Option.getOrThrow(yield* repo.find(company.id, id, at))
+        const task = yield* orNotFound(yield* repo.find(company.id, id, at))
         yield* timeline.add(company.id, deal.value.id, {
           type: "task_created",
           actorUserId: actor.userId,
@@ -135,7 +135,7 @@ export class Tasks extends Context.Service<Tasks, {
         }
         if (Object.keys(columns).length === 0) return before
         yield* repo.update(company.id, id, columns as TaskColumns, at)
-        const task = Option.getOrThrow(yield* repo.find(company.id, id, at))
+        const task = yield* orNotFound(yield* repo.find(company.id, id, at))
         const changes = Object.keys(columns).filter((key) => key !== "reminded_at")
         yield* events.emit(company.id, "deal_task.updated", { task, changes })
         if (before.status === "open" && task.status !== "open") {

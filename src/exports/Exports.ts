@@ -3,7 +3,7 @@ import type { HttpServerResponse } from "effect/http"
 import { SqlClient } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { CompanyId, type CurrentActor, CurrentActor as Actor, requireFeature, requirePermission } from "../auth/Domain.ts"
-import { type FeatureNotAvailable, type Forbidden, invalidField, invalidFields, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
+import { type FeatureNotAvailable, type Forbidden, invalidField, invalidFields, type NotFound, notFound, type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
 import { fileResponse } from "../platform/files/FileResponse.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
@@ -152,7 +152,7 @@ export class Exports extends Context.Service<Exports, {
           yield* jobs.enqueue(ExportJob, company.id, { export_id: id })
           return id
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
-        return toExport(Option.getOrThrow(yield* repo.find(company.id, id)), now)
+        return toExport(yield* orNotFound(yield* repo.find(company.id, id)), now)
       })
 
       const fileOf = (row: ExportRow) =>

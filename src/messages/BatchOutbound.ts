@@ -164,10 +164,10 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
       ) {
         if (items.length === 0) return []
         const refused = (key: number, reason: SendRefusalReason | "no_thread"): BatchResult => ({ key, status: "refused", reason })
-        const channel = yield* threads.channel(companyId, channelId)
+        const channel = Option.filter(yield* threads.channel(companyId, channelId), (row) => row.status === "connected")
         const results = new Map<number, BatchResult>()
         const ready: Array<{ item: BatchItem; thread: ThreadRow; recipient: string }> = []
-        if (Option.isNone(channel) || channel.value.status !== "connected") {
+        if (Option.isNone(channel)) {
           for (const item of items) results.set(item.key, refused(item.key, "channel_not_connected"))
         } else {
           const accountIds = [...new Set(items.map((item) => item.contactAccountId))]
@@ -194,8 +194,9 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
         }
 
         const rows: Array<MessageRow> = []
-        if (ready.length > 0) {
-          const context = channelContext(credentials, companyId, Option.getOrThrow(channel))
+        if (ready.length > 0 && Option.isSome(channel)) {
+          const connected = channel.value
+          const context = channelContext(credentials, companyId, connected)
           const adapter = providers.forChannel(context)
           const outcomes = yield* Effect.forEach(ready, ({ item, recipient }) =>
             Effect.exit(adapter.send(context, { recipient, text: item.text, attachments: [], quotedExternalMessageId: null })), {
@@ -220,7 +221,7 @@ export class BatchOutbound extends Context.Service<BatchOutbound, {
               conversation_id: thread.conversation_id,
               thread_id: thread.id,
               channel_id: channelId,
-              channel_type: Option.getOrThrow(channel).type,
+              channel_type: connected.type,
               direction: "outbound",
               message_type: "text",
               message_content: item.text,

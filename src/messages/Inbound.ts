@@ -10,6 +10,7 @@ import { type NewAttachment } from "../media/Domain.ts"
 import { advances, createdPayload, defaultStopWords, isStopWord, referencedMessage, referralFor, updatedPayload } from "./Rules.ts"
 import { Settlement } from "./Settlement.ts"
 import { makeAutoCreate } from "../deals/Settings.ts"
+import { orNotFound } from "../platform/Errors.ts"
 
 const attachmentType = (type: string) => ((AttachmentTypes as ReadonlyArray<string>).includes(type) ? type : "unsupported_type")
 
@@ -38,7 +39,7 @@ export class Inbound extends Context.Service<Inbound, {
       ])
 
       const rendered = Effect.fnUntraced(function*(companyId: CompanyId, id: number) {
-        const row = Option.getOrThrow(yield* repo.find(companyId, id))
+        const row = yield* orNotFound(yield* repo.find(companyId, id))
         const attachments = yield* repo.attachments(companyId, [id])
         return toMessage(row, attachments.get(id) ?? [], yield* Clock.currentTimeMillis)
       })
@@ -209,7 +210,7 @@ export class Inbound extends Context.Service<Inbound, {
         yield* Effect.gen(function*() {
           const found = yield* repo.findByExternal(companyId, channel.id, s.externalMessageId, "outbound")
           if (Option.isNone(found)) return yield* settleReferenced(companyId, channel, s)
-          const locked = Option.getOrThrow(yield* repo.findForUpdate(companyId, found.value.id))
+          const locked = yield* orNotFound(yield* repo.findForUpdate(companyId, found.value.id))
           yield* repo.addStatus(companyId, locked.id, s.status, s.error)
           const row = advances(locked.status, s.status) ? yield* repo.update(companyId, locked.id, { status: s.status }) : locked
           const attachments = yield* repo.attachments(companyId, [row.id])

@@ -16,8 +16,7 @@ import {
   notFound,
   ruleViolation,
   type TooManyRequests,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { cursorInfo, pageInfo } from "../platform/Pagination.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import type { Attachment, AttachmentInput, DeleteMessage, ListQuery, Message, RecordStatus, StatusEntry, UpdateMessage } from "./Domain.ts"
@@ -147,7 +146,7 @@ export class Messages extends Context.Service<Messages, {
         }
         const current = yield* renderOne(company.id, row)
         if (current.can_edit_until === null) return yield* ruleViolation("edit_window_closed", "The edit window of this message has closed.")
-        const thread = Option.getOrThrow(yield* threads.threadContext(company.id, row.thread_id))
+        const thread = yield* orNotFound(yield* threads.threadContext(company.id, row.thread_id))
         if (row.external_message_id !== null) {
           if (thread.channel_status !== "connected") return yield* ruleViolation("channel_not_connected", "The channel is not connected.")
           const channel = contextOf(credentials, company.id, thread)
@@ -174,7 +173,7 @@ export class Messages extends Context.Service<Messages, {
           if (current.can_revoke_until === null) {
             return yield* ruleViolation("revoke_window_closed", "The revoke window of this message has closed.")
           }
-          const thread = Option.getOrThrow(yield* threads.threadContext(company.id, row.thread_id))
+          const thread = yield* orNotFound(yield* threads.threadContext(company.id, row.thread_id))
           if (row.external_message_id !== null) {
             if (thread.channel_status !== "connected") return yield* ruleViolation("channel_not_connected", "The channel is not connected.")
             const channel = contextOf(credentials, company.id, thread)
@@ -203,7 +202,7 @@ export class Messages extends Context.Service<Messages, {
           return yield* ruleViolation("not_outbound", "Delivery statuses are recorded for outbound messages only.")
         }
         return yield* Effect.gen(function*() {
-          const locked = Option.getOrThrow(yield* repo.findForUpdate(company.id, id))
+          const locked = yield* orNotFound(yield* repo.findForUpdate(company.id, id))
           const entry = yield* repo.addStatus(company.id, id, input.status, input.error ?? null)
           const next = advances(locked.status, input.status)
           const updated = next ? yield* repo.update(company.id, id, { status: input.status }) : locked
@@ -258,7 +257,7 @@ export class Messages extends Context.Service<Messages, {
         if (source === null) {
           return yield* ruleViolation("attachment_not_fetchable", "The provider gave no reference to fetch this attachment by.")
         }
-        const thread = Option.getOrThrow(yield* threads.threadContext(company.id, row.thread_id))
+        const thread = yield* orNotFound(yield* threads.threadContext(company.id, row.thread_id))
         const channel = contextOf(credentials, company.id, thread)
         const file = yield* providers.forChannel(channel).download(channel, source).pipe(Effect.mapError(providerFailed))
         const mimeType = normalizeMime(file.mimeType)

@@ -14,8 +14,7 @@ import {
   notFound,
   ruleViolation,
   ServiceUnavailable,
-  Unprocessable
-} from "../platform/Errors.ts"
+  Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { invalidPhoneMessage, normalizePhone, phoneDigits } from "../platform/Phones.ts"
 import { Idempotency, keyInFlight, keyMismatch, outcomeUnknownStatus, requestHash } from "../platform/Idempotency.ts"
 import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage, SendTarget } from "./Domain.ts"
@@ -320,7 +319,7 @@ export class Outbound extends Context.Service<Outbound, {
         }
         const threadId = yield* ensureThreadFor(companyId, channel.id, accountId, contactId)
         const thread = yield* threads.threadContext(companyId, threadId)
-        return Option.getOrThrow(thread)
+        return yield* orNotFound(thread)
       })
 
       const knownThread = (companyId: CompanyId, input: SendTarget) =>
@@ -477,7 +476,7 @@ export class Outbound extends Context.Service<Outbound, {
           if (present(input.target_channel_id) && input.target_channel_id !== existing.channel_id) {
             return yield* ruleViolation("channel_incompatible", "The target thread is on another channel than target_channel_id.")
           }
-          channel = Option.getOrThrow(yield* threads.channel(company.id, existing.channel_id))
+          channel = yield* orNotFound(yield* threads.channel(company.id, existing.channel_id))
         } else {
           const found = yield* threads.account(company.id, input.target_contact_account_id!)
           if (Option.isNone(found)) return yield* notFound("Contact account not found.")
@@ -505,7 +504,7 @@ export class Outbound extends Context.Service<Outbound, {
           return yield* ruleViolation(refusal.error_code, refusal.message)
         }
         const threadId = existing?.id ?? (yield* ensureThreadFor(company.id, channel.id, account!.id, account!.contact_id))
-        const thread = existing ?? Option.getOrThrow(yield* threads.threadContext(company.id, threadId))
+        const thread = existing ?? (yield* orNotFound(yield* threads.threadContext(company.id, threadId)))
         // A stored file travels by its storage path; its signed link belongs to the source message.
         const attachments: ReadonlyArray<OutgoingAttachment> = sourceAttachments.map(({ id: _, ...a }) =>
           a.storage_path === null ? a : { ...a, url: null, thumbnail_url: null }

@@ -5,7 +5,7 @@ import { Events } from "../events/Events.ts"
 import { Credentials } from "../providers/Credentials.ts"
 import { channelRules } from "../providers/Domain.ts"
 import { Providers } from "../providers/Provider.ts"
-import { type BadGateway, type Forbidden, invalidFields as invalid, type NotFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
+import { type BadGateway, type Forbidden, invalidFields as invalid, type NotFound, ruleViolation, type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import type { Reaction, SetReaction } from "./Domain.ts"
 import { type MessageRow, MessagesRepo } from "./Repo.ts"
 import { contextOf, providerFailed, recipientOf } from "./Rules.ts"
@@ -53,7 +53,7 @@ export class Reactions extends Context.Service<Reactions, {
       const pushReaction = (companyId: CompanyId, row: MessageRow, reaction: string | null) =>
         Effect.gen(function*() {
           if (row.external_message_id === null) return
-          const thread = Option.getOrThrow(yield* threads.threadContext(companyId, row.thread_id))
+          const thread = yield* orNotFound(yield* threads.threadContext(companyId, row.thread_id))
           if (thread.channel_status !== "connected") return
           const channel = contextOf(credentials, companyId, thread)
           yield* providers.forChannel(channel).react(channel, recipientOf(thread), row.external_message_id, reaction).pipe(
@@ -102,7 +102,7 @@ export class Reactions extends Context.Service<Reactions, {
 
       const like = Effect.fn("Reactions.like")(function*(id: number) {
         const { company, row } = yield* visibility.message(id, "conversation.update")
-        const thread = Option.getOrThrow(yield* threads.threadContext(company.id, row.thread_id))
+        const thread = yield* orNotFound(yield* threads.threadContext(company.id, row.thread_id))
         if (!channelRules[row.channel_type].likes || !thread.is_group) {
           return yield* ruleViolation("not_a_comment", "Only comments in msgr_c_business comment threads can be liked.")
         }

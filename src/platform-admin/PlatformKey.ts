@@ -68,8 +68,10 @@ export class PlatformKeyRing extends Context.Service<PlatformKeyRing, {
         return ok ? "ok" as const : "refused" as const
       })
 
+      // Rotation is reached only through a route the configured key authenticated, so a key is in force.
       const rotate = Effect.gen(function*() {
-        const name = Option.getOrThrow(setting)
+        if (Option.isNone(setting)) return yield* Effect.die(new Error("the platform key is rotated only when one is configured"))
+        const name = setting.value
         const key = randomToken(40)
         const hash = sha256(key).toString("hex")
         yield* sql`

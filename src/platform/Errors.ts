@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 
 // Wire errors carry no `_tag`: the spec's bodies are exactly these fields.
 
@@ -23,6 +23,12 @@ export class NotFound extends Schema.Error<NotFound>("NotFound")({
   message: Schema.String
 }, { httpApiStatus: 404 }) {}
 export const notFound = (message = "Not found.") => new NotFound({ message })
+/**
+ * The value of a row read back by the request that wrote or checked it: a concurrent request may have
+ * deleted it in between, which answers as the later request would, 404.
+ */
+export const orNotFound = <A>(option: Option.Option<A>, message = "Not found."): Effect.Effect<A, NotFound> =>
+  Option.isSome(option) ? Effect.succeed(option.value) : Effect.fail(notFound(message))
 
 export class Conflict extends Schema.Error<Conflict>("Conflict")({
   message: Schema.String,
@@ -45,6 +51,15 @@ export const summaryOf = (errors: Record<string, ReadonlyArray<string>>, fallbac
   const messages = Object.values(errors).flat()
   const extra = messages.length - 1
   return messages.length === 0 ? fallback : extra > 0 ? `${messages[0]} (and ${extra} more error${extra > 1 ? "s" : ""})` : messages[0]
+}
+/**
+ * An empty field → messages map. Fields are named after the client's keys (`toString`, `__proto__` among
+ * them), so the map has no prototype whose members a key could hit.
+ */
+export const fieldErrors = (): Record<string, Array<string>> => Object.create(null)
+/** Adds a message to a field of a `fieldErrors()` map. */
+export const addFieldError = (errors: Record<string, Array<string>>, field: string, message: string) => {
+  ;(Object.hasOwn(errors, field) ? errors[field] : (errors[field] = [])).push(message)
 }
 /** 422 on several fields: `{message, errors:{field:[…]}}`. */
 export const invalidFields = (errors: Record<string, Array<string>>) => new Unprocessable({ message: summaryOf(errors), errors })

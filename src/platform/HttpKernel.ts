@@ -136,7 +136,7 @@ const fieldMessage = (field: string, message: string) => {
 
 /** Schema decode failures become the spec's 422 `{message, errors:{field:[…]}}`, keyed by field path. */
 export const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
-  const errors: Record<string, Array<string>> = {}
+  const errors = Errors.fieldErrors()
   for (const issue of formatIssues(error.cause.issue).issues) {
     const path = (issue.path ?? []).map((s) => String(typeof s === "object" && s !== null ? s.key : s))
     const field = path.length > 0 ? path.join(".") : error.kind === "Payload" ? "body" : error.kind.toLowerCase()
@@ -145,7 +145,7 @@ export const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
       : field === "body"
       ? "The request body must be a JSON object."
       : fieldMessage(field, issue.message)
-    ;(errors[field] ??= []).push(message)
+    Errors.addFieldError(errors, field, message)
   }
   return json(422, { message: Errors.summaryOf(errors), errors })
 }
@@ -218,11 +218,29 @@ const render = (cause: Cause.Cause<unknown>, requestId: string) =>
     return json(500, { message: "Server Error" })
   })
 
-// The API builder answers a body of a content type no endpoint declares with plain text.
-const unsupportedMediaType = (response: HttpServerResponse.HttpServerResponse) =>
-  response.status === 415 && response.body._tag === "Uint8Array" && (response.body.contentType ?? "").startsWith("text/plain")
-    ? json(415, { message: "The request body must be JSON (Content-Type: application/json)." })
-    : response
+const refusalMessages: Record<number, string> = {
+  400: "The request could not be read.",
+  404: "Not found.",
+  405: "The method is not supported for this route.",
+  413: "Payload too large.",
+  415: "The request body must be JSON (Content-Type: application/json).",
+  431: "The request headers are too large."
+}
+
+const isJsonBody = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag === "Uint8Array" && /json/i.test(response.body.contentType ?? "")
+
+/**
+ * Every refusal is JSON `{message}`: the API builder answers some itself, before a handler runs or from
+ * a raw handler's body read (a content type no endpoint declares: plain-text 415; a provider hook body
+ * past the limit: an empty 413), and those are given the documented body here.
+ */
+const jsonRefusal = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) => {
+  if (response.status < 400 || response.status === 499 || request.method === "HEAD" || isJsonBody(response)) return response
+  if (response.body._tag === "Stream") return response
+  const message = refusalMessages[response.status] ?? "The request was refused."
+  return HttpServerResponse.jsonUnsafe({ message }, { status: response.status, headers: response.headers })
+}
 
 // The router's typing wants middleware to leave errors it was not told about;
 // this one renders every failure itself, so its own error channel is empty.
@@ -259,7 +277,7 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
       Effect.catchCause((cause) => render(cause, requestId))
     )
     state.headers["x-request-id"] = requestId
-    const final = HttpServerResponse.setHeaders(unsupportedMediaType(response), state.headers)
+    const final = HttpServerResponse.setHeaders(jsonRefusal(request, response), state.headers)
     if (log.isLevelEnabled("info")) {
       log.info({
         request_id: requestId,

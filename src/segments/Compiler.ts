@@ -158,11 +158,11 @@ export const parse = (inputs: ReadonlyArray<ConditionInput>, prefix = "condition
           })
         }
         if (operator === "between") {
-          const pair = Array.isArray(value) && value.length === 2 ? value.map(parseDate) : []
-          if (pair.length !== 2 || !pair.every(Option.isSome)) {
+          const pair = Array.isArray(value) && value.length === 2 ? value.map(parseDate).filter(Option.isSome).map((p) => p.value) : []
+          if (pair.length !== 2) {
             return fail("value", `The ${at("value")} field must be two dates (YYYY-MM-DD or ISO 8601), from and to.`)
           }
-          const [from, to] = pair.map((p) => Option.getOrThrow(p))
+          const [from, to] = pair
           const upper: Bound = to.end !== null ? { at: to.end, inclusive: false } : { at: to.start, inclusive: true }
           if (from.start.getTime() > upper.at.getTime() || (from.start.getTime() === upper.at.getTime() && !upper.inclusive)) {
             return fail("value", `The ${at("value")} dates must be in order: from, then to.`)

@@ -54,6 +54,11 @@ export class SegmentsRepo extends Context.Service<SegmentsRepo, {
   membersOf(companyId: CompanyId, segmentIds: ReadonlyArray<number>): Effect.Effect<ReadonlyMap<number, ReadonlyArray<number>>>
   /** Slugs of the company equal to `base` or `base-<n>`, other than the segment `except`'s. */
   slugsLike(companyId: CompanyId, base: string, except: number | null): Effect.Effect<ReadonlySet<string>>
+  /**
+   * Holds the company's segment slugs until the transaction ends, so writers that pick a free slug and
+   * store it come one after the other.
+   */
+  lockSlugs(companyId: CompanyId): Effect.Effect<void>
   /** None when the slug is taken (the unique index decides, races included). */
   insert(companyId: CompanyId, fields: SegmentFields): Effect.Effect<Option.Option<number>>
   /** None when the slug is taken. */
@@ -123,6 +128,9 @@ export class SegmentsRepo extends Context.Service<SegmentsRepo, {
           Effect.map((rows) => new Set(rows.map((row) => row.slug))),
           Effect.orDie
         )
+
+      const lockSlugs = (companyId: CompanyId) =>
+        sql`SELECT pg_advisory_xact_lock(hashtext('segment_slugs'), hashtext(${String(companyId)}))`.pipe(Effect.asVoid, Effect.orDie)
 
       const insert = (companyId: CompanyId, fields: SegmentFields) =>
         sql<{ id: number }>`
@@ -207,6 +215,7 @@ export class SegmentsRepo extends Context.Service<SegmentsRepo, {
         find,
         membersOf,
         slugsLike,
+        lockSlugs,
         insert,
         update,
         setEstimate,

@@ -9,8 +9,7 @@ import {
   type NotFound,
   notFound,
   ruleViolation,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { offsetOf, pageInfo } from "../platform/Pagination.ts"
 import { type Definition, type FieldErrors, parse, type Rule } from "./Compiler.ts"
 import type {
@@ -125,7 +124,7 @@ export class Segments extends Context.Service<Segments, {
        * summary that names it).
        */
       const refresh = Effect.fnUntraced(function*(companyId: CompanyId, id: number, rules: ReadonlyArray<Rule>) {
-        const saved = Option.getOrThrow(yield* repo.find(companyId, id))
+        const saved = yield* orNotFound(yield* repo.find(companyId, id))
         const count = yield* repo.count(companyId, definitionOf(saved, rules))
         yield* repo.setEstimate(companyId, id, count, saved.type === "static" ? staticSummary(count) : undefined)
         return yield* present(companyId, { ...saved, estimated_count: count, ...(saved.type === "static" ? { conditions_summary: staticSummary(count) } : {}) })
@@ -170,13 +169,11 @@ export class Segments extends Context.Service<Segments, {
             group_logic: groupLogic,
             conditions_summary: summary
           }
-          let id = Option.none<number>()
-          // A concurrent create can take the free slug between the look-up and the insert.
-          for (let attempt = 0; attempt < 5 && Option.isNone(id); attempt++) {
-            id = yield* repo.insert(company.id, { ...fields, slug: yield* freeSlug(company.id, fields.name, null) })
-          }
-          yield* repo.addMembers(company.id, Option.getOrThrow(id), members)
-          const segment = yield* refresh(company.id, Option.getOrThrow(id), rules)
+          // Concurrent creates with one name take their slugs one after the other.
+          yield* repo.lockSlugs(company.id)
+          const id = yield* orNotFound(yield* repo.insert(company.id, { ...fields, slug: yield* freeSlug(company.id, fields.name, null) }))
+          yield* repo.addMembers(company.id, id, members)
+          const segment = yield* refresh(company.id, id, rules)
           yield* events.emit(company.id, "segment.created", withoutMembers(segment))
           return segment
         }).pipe(sql.withTransaction, Effect.orDie)
@@ -213,11 +210,9 @@ export class Segments extends Context.Service<Segments, {
             group_logic: groupLogic,
             conditions_summary: summary
           }
-          let done = Option.none<void>()
-          for (let attempt = 0; attempt < 5 && Option.isNone(done); attempt++) {
-            const slug = name === row.name ? row.slug : yield* freeSlug(company.id, name, row.id)
-            done = yield* repo.update(company.id, row.id, { ...fields, slug })
-          }
+          if (name !== row.name) yield* repo.lockSlugs(company.id)
+          const slug = name === row.name ? row.slug : yield* freeSlug(company.id, name, row.id)
+          yield* repo.update(company.id, row.id, { ...fields, slug })
           const segment = yield* refresh(company.id, row.id, rules)
           yield* events.emit(company.id, "segment.updated", withoutMembers(segment))
           return Option.some(segment)

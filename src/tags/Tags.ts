@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { type CurrentActor, requirePermission } from "../auth/Domain.ts"
-import { type Forbidden, invalidField, type NotFound, notFound, type Unprocessable } from "../platform/Errors.ts"
+import { type Forbidden, invalidField, type NotFound, notFound, type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import type { Tag, TagInput } from "./Domain.ts"
 import { TagsRepo } from "./Repo.ts"
 
@@ -36,7 +36,7 @@ export class Tags extends Context.Service<Tags, {
         const company = yield* requirePermission("tag.create")
         const id = yield* repo.insert(company.id, input.name.trim())
         if (Option.isNone(id)) return yield* nameTaken()
-        return Option.getOrThrow(yield* repo.find(company.id, id.value))
+        return yield* orNotFound(yield* repo.find(company.id, id.value))
       })
 
       const update = Effect.fn("Tags.update")(function*(id: number, input: TagInput) {
@@ -44,7 +44,7 @@ export class Tags extends Context.Service<Tags, {
         const renamed = yield* repo.rename(company.id, id, input.name.trim())
         if (Option.isNone(renamed)) return yield* nameTaken()
         if (!renamed.value) return yield* tagNotFound()
-        return Option.getOrThrow(yield* repo.find(company.id, id))
+        return yield* orNotFound(yield* repo.find(company.id, id))
       })
 
       const remove = Effect.fn("Tags.delete")(function*(id: number) {

@@ -12,8 +12,7 @@ import {
   type NotFound,
   notFound,
   ruleViolation,
-  type Unprocessable
-} from "../platform/Errors.ts"
+  type Unprocessable, orNotFound } from "../platform/Errors.ts"
 import { offsetOf, pageInfo } from "../platform/Pagination.ts"
 import {
   type AddLanguage,
@@ -448,7 +447,7 @@ export class Templates extends Context.Service<Templates, {
         if (group.status === "archived") return yield* ruleViolation("template_archived", "An archived template takes no new channels.")
         const channelIds = yield* businessChannels(company.id, input.channel_ids, "channel_ids")
         const added = yield* transaction(Effect.gen(function*() {
-          const locked = Option.getOrThrow(yield* repo.lockGroup(company.id, group.id))
+          const locked = yield* orNotFound(yield* repo.lockGroup(company.id, group.id))
           const current = yield* repo.instances(company.id, [locked.id])
           const created: Array<number> = []
           for (const language of languagesOf(current)) {

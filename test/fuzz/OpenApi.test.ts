@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { fileServer } from "../support/FileServer.ts"
 import { createCompany } from "../support/TestServer.ts"
-import { hostile, type JsonSchema, pathsOf, replaceAt, resolver, valid } from "./Schema.ts"
+import { classCases, hostile, type JsonSchema, pathsOf, replaceAt, resolver, valid } from "./Schema.ts"
 
 /**
  * Requests for every operation of our own /openapi.json: valid samples, then each field mutated (wrong type,
@@ -31,6 +31,8 @@ interface Case {
   readonly path: string
   readonly headers: Record<string, string>
   readonly body: string | undefined
+  /** The input is out of contract: an answer other than 4xx is a fault. */
+  readonly refuse?: boolean
 }
 
 // Operations that end the fuzzer's own credentials; they are still fuzzed, with credentials made for the purpose.
@@ -82,6 +84,10 @@ const judge = async (c: Case) => {
   }
   const text = await response.text()
   statusTally[response.status] = (statusTally[response.status] ?? 0) + 1
+  if (c.refuse === true && response.status < 400) {
+    problems.push(`accepted ${response.status} ${text.slice(0, 120)} — ${describeCase(c)}`)
+    return response.status
+  }
   if (response.status >= 500 && !(response.status === 503 && documentedUnavailable.get(c.path) === text)) {
     problems.push(`${response.status} ${text.slice(0, 200)} — ${describeCase(c)}`)
     return response.status
@@ -142,6 +148,12 @@ const casesOf = (op: Operation, resolve: ReturnType<typeof resolver>, opSeed: nu
   const queries = draw(validQuery, runs, 2)
   const hostileQueries = draw(fc.tuple(fc.constantFrom(...(queryParams.length > 0 ? queryParams.map((p) => p.name) : ["q"])), queryValue), runs, 3)
   const label = `${op.method} ${op.path}`
+  // Ids out of range in the path: never found, never a fault.
+  if (op.method === "GET" && pathParams > 0) {
+    for (const id of ["-1", "0", "9007199254740993", "99999999999999999999", "1e3"]) {
+      cases.push({ label: `${label} path id ${id}`, method: op.method, path: withQuery(pathFor([id]), queries[0] ?? {}), headers: {}, body: undefined, refuse: true })
+    }
+  }
   if (op.body === undefined) {
     for (let i = 0; i < runs; i++) {
       const query = i % 2 === 0 ? queries[i] : { ...queries[i], [hostileQueries[i][0]]: hostileQueries[i][1] }
@@ -174,6 +186,9 @@ const casesOf = (op: Operation, resolve: ReturnType<typeof resolver>, opSeed: nu
       cases.push({ label: `${label} missing ${missing}`, method: op.method, path, headers: json, body: JSON.stringify(replaceAt(sample, [missing], undefined)) })
     }
   })
+  for (const c of classCases(samples[0])) {
+    cases.push({ label: `${label} ${c.label}`, method: op.method, path: paths[0], headers: json, body: c.body, refuse: c.refuse })
+  }
   const base = samples[0]
   const asObject = base !== null && typeof base === "object" && !Array.isArray(base) ? base : {}
   cases.push({ label: `${label} unknown field`, method: op.method, path: paths[0], headers: json, body: JSON.stringify({ ...asObject, zz_unknown_field: { nested: [1, 2] } }) })

@@ -154,3 +154,86 @@ export const replaceAt = (value: unknown, path: ReadonlyArray<string | number>, 
   }
   return copy
 }
+
+/** One request body of the class pass; `refuse` when any answer but a 4xx is a fault (the input is out of contract). */
+export interface ClassCase {
+  readonly label: string
+  readonly body: string
+  readonly refuse: boolean
+}
+
+const idKey = /(^|_)id$|[a-z]Id$/
+const idsKey = /(^|_)ids$|[a-z]Ids$/
+const prototypeKeys = ["toString", "valueOf", "constructor", "__proto__", "hasOwnProperty", "isPrototypeOf"]
+
+/** At most `n` of `items`, spread over the list (first, last and between). */
+const spread = <A>(items: ReadonlyArray<A>, n: number): Array<A> =>
+  items.length <= n ? [...items] : Array.from({ length: n }, (_, i) => items[Math.round((i * (items.length - 1)) / Math.max(n - 1, 1))])
+
+const leafAt = (value: unknown, path: ReadonlyArray<string | number>): unknown => path.reduce<any>((node, key) => node?.[key], value)
+
+/** `value` with the thing at `path` replaced by the raw JSON text `raw` (numbers JSON.stringify cannot write). */
+const replaceRaw = (value: unknown, path: ReadonlyArray<string | number>, raw: string) => {
+  const marker = "\u0001raw\u0001"
+  return JSON.stringify(replaceAt(value, path, marker)).replace(JSON.stringify(marker), raw)
+}
+
+const isIdPath = (path: ReadonlyArray<string | number>) => {
+  const last = path[path.length - 1]
+  const parent = path[path.length - 2]
+  return (typeof last === "string" && idKey.test(last)) || (typeof last === "number" && typeof parent === "string" && idsKey.test(parent))
+}
+
+/**
+ * The input classes, each applied to the fields of one valid body where it fits: lone surrogates and strings
+ * past every limit in each kind of string, non-positive and inexact ids, huge and infinite numbers, lists of
+ * the wrong item type and nested past the depth limit, keys named like `Object.prototype` members at every
+ * object, and duplicate keys. Drawn from the sample itself, so a new route is covered as it is.
+ */
+export const classCases = (sample: unknown, perClass = 4): Array<ClassCase> => {
+  if (sample === null || typeof sample !== "object" || Array.isArray(sample)) return []
+  const paths = pathsOf(sample)
+  const leaves = paths.filter((p) => { const v = leafAt(sample, p); return v === null || typeof v !== "object" })
+  const strings = leaves.filter((p) => typeof leafAt(sample, p) === "string")
+  const ids = leaves.filter((p) => typeof leafAt(sample, p) === "number" && isIdPath(p))
+  const numbers = leaves.filter((p) => typeof leafAt(sample, p) === "number" && !isIdPath(p))
+  const arrays = paths.filter((p) => Array.isArray(leafAt(sample, p)))
+  const objects: Array<ReadonlyArray<string | number>> = [[], ...paths.filter((p) => { const v = leafAt(sample, p); return v !== null && typeof v === "object" && !Array.isArray(v) })]
+  const cases: Array<ClassCase> = []
+  const at = (p: ReadonlyArray<string | number>) => p.join(".") || "body"
+  for (const p of spread(strings, perClass)) {
+    cases.push({ label: `lone surrogate at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, "a\ud800b")), refuse: true })
+    cases.push({ label: `20,000 characters at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, "x".repeat(20_000))), refuse: true })
+  }
+  for (const p of spread(ids, perClass)) {
+    cases.push({ label: `id -1 at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, -1)), refuse: true })
+    cases.push({ label: `id 2^53 at ${at(p)}`, body: replaceRaw(sample, p, "9007199254740993"), refuse: true })
+    cases.push({ label: `id 1.5 at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, 1.5)), refuse: true })
+  }
+  for (const p of spread(numbers, perClass)) {
+    cases.push({ label: `1e400 at ${at(p)}`, body: replaceRaw(sample, p, "1e400"), refuse: false })
+    cases.push({ label: `2^63 at ${at(p)}`, body: replaceRaw(sample, p, "9223372036854775808"), refuse: false })
+    cases.push({ label: `-2^31-1 at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, -2_147_483_649)), refuse: false })
+  }
+  for (const p of spread(arrays, perClass)) {
+    cases.push({ label: `items of the wrong type at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, [{}, "x", [[1]], null, true, 1])), refuse: false })
+    cases.push({ label: `10,000 items at ${at(p)}`, body: JSON.stringify(replaceAt(sample, p, Array.from({ length: 10_000 }, (_, i) => i + 1))), refuse: false })
+  }
+  const deepest = leaves[0] ?? []
+  cases.push({ label: `40 nested lists at ${at(deepest)}`, body: replaceRaw(sample, deepest.length > 0 ? deepest : ["zz_deep"], "[".repeat(40) + "]".repeat(40)), refuse: true })
+  for (const p of spread(objects, perClass)) {
+    const keys = prototypeKeys.map((key) => `${JSON.stringify(key)}:"x"`).join(",")
+    const text = JSON.stringify(sample)
+    const node = JSON.stringify(leafAt(sample, p))
+    const withKeys = node === "{}" ? `{${keys}}` : `{${keys},${node.slice(1)}`
+    const body = p.length === 0 ? withKeys : replaceRaw(sample, p, withKeys)
+    cases.push({ label: `prototype-member keys at ${at(p)}`, body, refuse: false })
+    cases.push({ label: `prototype-member keys with objects at ${at(p)}`, body: body.replace(/"x"(?=[,}])/g, "{\"a\":1}"), refuse: false })
+    if (p.length === 0 && text !== "{}") {
+      const first = Object.keys(sample)[0]
+      cases.push({ label: `duplicate key ${first}, hostile last`, body: `${text.slice(0, -1)},${JSON.stringify(first)}:{"__proto__":[]}}`, refuse: false })
+      cases.push({ label: `duplicate key ${first}, hostile first`, body: `{${JSON.stringify(first)}:"\\ud800",${text.slice(1)}`, refuse: false })
+    }
+  }
+  return cases
+}
