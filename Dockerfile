@@ -14,7 +14,7 @@ COPY package.json package-lock.json .npmrc ./
 RUN npm ci --omit=dev --no-audit --no-fund --nodedir=/usr/local \
  # Debian's ffmpeg replaces the 2018 static build; uWS keeps only this platform's binaries.
  && rm -rf node_modules/@ffmpeg-installer/linux-x64 \
- && find node_modules/@trufflesuite/uws-js-unofficial/binaries -name '*.node' ! -name 'uws_linux_x64_*' -delete
+ && find node_modules/@btc-vision/uwebsockets.js -name '*.node' ! -name 'uws_linux_x64_137.node' -delete
 
 FROM node:24-trixie-slim
 WORKDIR /app
