@@ -40,5 +40,5 @@ describe("embedded database socket", () => {
       assert.deepStrictEqual(opened, [], "the embedded database opened no TCP listener")
       assert.isFalse(existsSync(join(dataDir, "run/.s.PGSQL.5432")), "the socket is removed at shutdown")
       rmSync(dataDir, { recursive: true, force: true })
-    }), 60_000)
+    }), 180_000)
 })
