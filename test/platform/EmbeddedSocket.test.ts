@@ -1,20 +1,29 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { AppConfig } from "../../src/platform/Config.ts"
 import { SqlLayer } from "../../src/platform/Sql.ts"
 
-/** The ports this process listens on over TCP (IPv4 and IPv6), from /proc. */
+/** The TCP ports this process listens on (IPv4 and IPv6): /proc's listeners whose socket is one of its descriptors. */
 const listeningPorts = () => {
+  const mine = new Set<string>()
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`)
+      if (target.startsWith("socket:[")) mine.add(target.slice(8, -1))
+    } catch {
+      // closed between the listing and the read
+    }
+  }
   const ports = new Set<number>()
   for (const file of ["/proc/net/tcp", "/proc/net/tcp6"]) {
     if (!existsSync(file)) continue
     for (const line of readFileSync(file, "utf8").split("\n").slice(1)) {
       const fields = line.trim().split(/\s+/)
-      if (fields[3] === "0A") ports.add(parseInt(fields[1].split(":")[1], 16))
+      if (fields[3] === "0A" && mine.has(fields[9])) ports.add(parseInt(fields[1].split(":")[1], 16))
     }
   }
   return ports

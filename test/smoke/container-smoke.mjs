@@ -7,45 +7,15 @@
 //   node test/smoke/container-smoke.mjs ROOTFS        (DATABASE_URL set: server mode, else embedded)
 import PusherModule from "pusher-js"
 import { spawn } from "node:child_process"
-import { createServer } from "node:net"
+import { checks, freePort, json, sleep } from "./support.mjs"
 
 const root = new URL("../..", import.meta.url).pathname
 const rootfs = process.argv[2]
 const platformKey = `container-smoke-${Math.random().toString(36).slice(2)}`
 let output = ""
-let passed = 0
-let failed = 0
+const { counts, check } = checks()
 let child
 let exited
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const check = (name, ok, detail) => {
-  if (ok) passed++
-  else failed++
-  console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${detail}`}`)
-  return ok
-}
-
-const json = async (url, init = {}) => {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) })
-  const text = await res.text()
-  let body = text
-  try {
-    body = JSON.parse(text)
-  } catch {}
-  return { status: res.status, body }
-}
 
 const call = (base, token) => (method, path, body) =>
   json(`${base}${path}`, {
@@ -179,6 +149,6 @@ if (child !== undefined && child.exitCode === null && child.signalCode === null)
   await exited
 }
 clearTimeout(timer)
-if (failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
-console.log(`container smoke: ${passed} passed, ${failed} failed`)
-process.exit(failed > 0 || passed === 0 ? 1 : 0)
+if (counts.failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
+console.log(`container smoke: ${counts.passed} passed, ${counts.failed} failed`)
+process.exit(counts.failed > 0 || counts.passed === 0 ? 1 : 0)

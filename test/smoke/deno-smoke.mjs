@@ -9,7 +9,7 @@
 import PusherModule from "pusher-js"
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
+import { checks, freePort, json, sleep } from "./support.mjs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -19,28 +19,8 @@ const deadline = Date.now() + 110_000
 const dataDir = mkdtempSync(join(tmpdir(), "crm-deno-smoke-"))
 const platformKey = `deno-smoke-${Math.random().toString(36).slice(2)}`
 let output = ""
-let passed = 0
-let failed = 0
+const { counts, check } = checks()
 let child
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const check = (name, ok, detail) => {
-  if (ok) passed++
-  else failed++
-  console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${detail}`}`)
-  return ok
-}
 
 const stop = async () => {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
@@ -49,16 +29,6 @@ const stop = async () => {
   const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
   await exited
   clearTimeout(timer)
-}
-
-const json = async (url, init = {}) => {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) })
-  const text = await res.text()
-  let body = text
-  try {
-    body = JSON.parse(text)
-  } catch {}
-  return { status: res.status, body }
 }
 
 const main = async () => {
@@ -184,7 +154,7 @@ try {
 }
 await stop()
 clearTimeout(timer)
-if (failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
+if (counts.failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
 rmSync(dataDir, { recursive: true, force: true })
-console.log(`deno smoke: ${passed} passed, ${failed} failed`)
-process.exit(failed > 0 || passed === 0 ? 1 : 0)
+console.log(`deno smoke: ${counts.passed} passed, ${counts.failed} failed`)
+process.exit(counts.failed > 0 || counts.passed === 0 ? 1 : 0)
