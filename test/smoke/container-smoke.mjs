@@ -7,7 +7,7 @@
 //   node test/smoke/container-smoke.mjs ROOTFS        (DATABASE_URL set: server mode, else embedded)
 import PusherModule from "pusher-js"
 import { spawn } from "node:child_process"
-import { checks, freePort, json, sleep } from "./support.mjs"
+import { checks, freePort, json, pusherOn, sleep } from "./support.mjs"
 
 const root = new URL("../..", import.meta.url).pathname
 const rootfs = process.argv[2]
@@ -81,23 +81,11 @@ const main = async () => {
   if (!check("POST /platform/v1/companies answers 201 with a token", created.status === 201, `${created.status} ${JSON.stringify(created.body)}`)) return
   const api = call(base, token)
 
-  const pusher = new PusherModule("crm", {
-    cluster: "local",
-    wsHost: "127.0.0.1",
-    wsPort: realtimePort,
-    forceTLS: false,
-    enabledTransports: ["ws"],
-    disableStats: true,
-    channelAuthorization: { transport: "ajax", endpoint: `${base}/v1/broadcasting/auth`, headers: { authorization: `Bearer ${token}`, accept: "application/json" } }
-  })
+  const { pusher, subscribe } = pusherOn(PusherModule, { appKey: "crm", base, realtimePort, token })
   try {
     const channelName = `private-company.${companyId}`
-    const channel = pusher.subscribe(channelName)
-    const subscribed = await new Promise((resolve) => {
-      const timer = setTimeout(() => resolve("no pusher:subscription_succeeded within 15 s"), 15_000)
-      channel.bind("pusher:subscription_succeeded", () => (clearTimeout(timer), resolve(true)))
-      channel.bind("pusher:subscription_error", (error) => (clearTimeout(timer), resolve(JSON.stringify(error))))
-    })
+    const { channel, subscribed: pending } = subscribe(channelName)
+    const subscribed = await pending
     if (!check(`pusher-js subscribes to ${channelName} over uWS`, subscribed === true, subscribed)) return
 
     const sandbox = await api("POST", "/v1/channels", { type: "msgr_b", provider: "sandbox", name: "container" })

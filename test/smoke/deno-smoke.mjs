@@ -9,7 +9,7 @@
 import PusherModule from "pusher-js"
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { checks, freePort, json, sleep } from "./support.mjs"
+import { checks, freePort, json, pusherOn, sleep } from "./support.mjs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -102,27 +102,11 @@ const main = async () => {
   check("GET /ready names the ws realtime engine under Deno", ready.status === 200 && ready.body?.realtime?.engine === "ws",
     `${ready.status} ${JSON.stringify(ready.body)}`)
 
-  const pusher = new PusherModule(realtimeKey, {
-    cluster: "local",
-    wsHost: "127.0.0.1",
-    wsPort: realtimePort,
-    forceTLS: false,
-    enabledTransports: ["ws"],
-    disableStats: true,
-    channelAuthorization: {
-      transport: "ajax",
-      endpoint: `${base}/v1/broadcasting/auth`,
-      headers: { authorization: `Bearer ${token}`, accept: "application/json" }
-    }
-  })
+  const { pusher, subscribe } = pusherOn(PusherModule, { appKey: realtimeKey, base, realtimePort, token })
   try {
     const channelName = `private-company.${companyId}`
-    const channel = pusher.subscribe(channelName)
-    const subscribed = await new Promise((resolve) => {
-      const timer = setTimeout(() => resolve("no pusher:subscription_succeeded within 15 s"), 15_000)
-      channel.bind("pusher:subscription_succeeded", () => (clearTimeout(timer), resolve(true)))
-      channel.bind("pusher:subscription_error", (error) => (clearTimeout(timer), resolve(JSON.stringify(error))))
-    })
+    const { channel, subscribed: pending } = subscribe(channelName)
+    const subscribed = await pending
     if (!check(`pusher-js subscribes to ${channelName}`, subscribed === true, subscribed)) return
     const received = new Promise((resolve) => {
       const timer = setTimeout(() => resolve(undefined), 15_000)

@@ -35,3 +35,29 @@ export const json = async (url, init = {}) => {
   } catch {}
   return { status: res.status, body }
 }
+
+/**
+ * A pusher-js client of the app's gateway, authorised through `/v1/broadcasting/auth` with `token`, and a
+ * subscription to `channelName`: resolves `true` once it succeeded, else why not within 15 s.
+ */
+export const pusherOn = (Pusher, { appKey, base, realtimePort, token }) => {
+  const pusher = new Pusher(appKey, {
+    cluster: "local",
+    wsHost: "127.0.0.1",
+    wsPort: realtimePort,
+    forceTLS: false,
+    enabledTransports: ["ws"],
+    disableStats: true,
+    channelAuthorization: { transport: "ajax", endpoint: `${base}/v1/broadcasting/auth`, headers: { authorization: `Bearer ${token}`, accept: "application/json" } }
+  })
+  const subscribe = (channelName) => {
+    const channel = pusher.subscribe(channelName)
+    const subscribed = new Promise((resolve) => {
+      const timer = setTimeout(() => resolve("no pusher:subscription_succeeded within 15 s"), 15_000)
+      channel.bind("pusher:subscription_succeeded", () => (clearTimeout(timer), resolve(true)))
+      channel.bind("pusher:subscription_error", (error) => (clearTimeout(timer), resolve(JSON.stringify(error))))
+    })
+    return { channel, subscribed }
+  }
+  return { pusher, subscribe }
+}
