@@ -1,40 +1,46 @@
 # The API + realtime gateway + cluster runner in one process (server mode needs DATABASE_URL).
-# Node 24 (the major pinned in package.json) on Debian 13 "trixie": glibc 2.41, new enough for
-# uWebSockets.js builds for Node 24; the package in use ships none for Node 24, so the gateway
-# runs on `ws` unless one is supplied (see README, "Realtime engines").
+# The same filesystem CI builds without Docker and starts the server in (scripts/rootfs.sh, see
+# docs/container.md): Debian 13 "trixie" (glibc 2.41, which the Node 24 build of uWebSockets.js needs),
+# ca-certificates and tini from Debian, the Node pinned in package.json (24.21.0, no npm), the app with
+# `npm ci --omit=dev`. Voice notes use the static ffmpeg of @ffmpeg-installer (Debian's ffmpeg would add
+# about 470 MB and several minutes to every filesystem build).
+#
+# Base images by tag: this project's machines reach no container registry, so no digest can be read or
+# checked there. To pin, set the digests at build time:
+#   docker build --build-arg DEBIAN=debian:trixie-slim@sha256:… --build-arg NODE=node:24.21.0-trixie-slim@sha256:… .
+ARG DEBIAN=debian:trixie-slim
+ARG NODE=node:24.21.0-trixie-slim
 
-FROM node:24-trixie-slim AS build
+# Installs the dependencies only; the Node binary is the one thing the final image takes from it besides them.
+FROM ${NODE} AS build
 WORKDIR /app
-# Only for a dependency that has no prebuilt binary for linux-x64 glibc; none of them stay in the final image.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json .npmrc ./
-# The image's own Node headers (the pinned `node` package is a dev dependency and not installed here).
 RUN npm ci --omit=dev --no-audit --no-fund --nodedir=/usr/local \
- # Debian's ffmpeg replaces the 2018 static build; uWS keeps only this platform's binaries.
- && rm -rf node_modules/@ffmpeg-installer/linux-x64 \
- && find node_modules/@trufflesuite/uws-js-unofficial/binaries -name '*.node' ! -name 'uws_linux_x64_*' -delete
+ # uWS keeps only this platform's binary for Node 24 (ABI 137).
+ && find node_modules/@btc-vision/uwebsockets.js -name '*.node' ! -name 'uws_linux_x64_137.node' -delete
 
-FROM node:24-trixie-slim
-WORKDIR /app
+FROM ${DEBIAN}
 RUN apt-get update \
- && apt-get install -y --no-install-recommends ffmpeg \
- && rm -rf /var/lib/apt/lists/*
+ && apt-get install -y --no-install-recommends ca-certificates tini \
+ && rm -rf /var/lib/apt/lists/* \
+ && useradd --system --uid 1000 --create-home --home-dir /home/node node
+COPY --from=build /usr/local/bin/node /usr/local/bin/node
+WORKDIR /app
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
-    DATA_DIR=/app/data \
-    FFMPEG_PATH=/usr/bin/ffmpeg
+    DATA_DIR=/app/data
 COPY --from=build /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./
 COPY src ./src
 COPY cluster ./cluster
 COPY migrations ./migrations
 
-# 8080 HTTP API, 8081 realtime (WebSocket), 34431 cluster runner (RUNNER_PORT)
-EXPOSE 8080 8081 34431
-RUN mkdir -p /app/data /app/storage && chown node:node /app/data /app/storage
+# 8080 HTTP API, 8081 realtime (WebSocket), 9464 metrics (/metrics, private network only), 34431 cluster runner
+EXPOSE 8080 8081 9464 34431
+RUN mkdir -p /app/data /app/storage && chown node:node /app/data /app/storage && chmod 0700 /app/data
 USER node
-# node is PID 1, with no npm or shell in between: SIGTERM reaches the server, which drains (≤ 10 s) and exits 0.
+# tini is PID 1: it reaps orphaned children (ffmpeg of voice notes) and passes SIGTERM to node,
+# which drains (≤ 10 s) and exits 0. No npm or shell in between.
 STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["node", "--import", "tsx", "src/main.ts"]

@@ -18,6 +18,8 @@
  *   REALTIME_TARGETS=servers                       only 2 and 3 (a synthetic frame of about the app's size)
  *   BENCH_CPU_PROF_DIR=/tmp/prof                   CPU profiles of the servers of 2 and 3 (gateway/, plain/)
  *   NODE_FOR_UWS=/usr/bin/node                     also 2 with uWebSockets.js under that Node, if a build loads there
+ *   REALTIME_TARGETS=engines                       2 on `ws` and 2 on uWS (where it loads), same frame, one run:
+ *                                                  the ratio of their CPU per publish (goal ≤ 0.5 for uWS)
  */
 import { execFileSync, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
@@ -266,6 +268,18 @@ else if (role === "plain") servePlain()
 else {
   void runBench(async () => {
     console.log(`Realtime fan-out: ${SOCKETS} sockets on one company channel, ${EVENTS} events one at a time; ${machine()}, node ${process.version}`)
+    if (TARGETS === "engines") {
+      const sample = Pusher.channelEvent("private-company.1", "message.created", { seq: 1, event: "message.created", data: { text: "x".repeat(780) } })
+      const native = loadNativeUws()
+      if (!("uws" in native)) throw new Error(`REALTIME_TARGETS=engines needs uWebSockets.js: ${native.reason}`)
+      const onWs = await runServer(process.execPath, "gateway", "ws", sample)
+      print(onWs)
+      const onUws = await runServer(process.execPath, "gateway", "uws", sample)
+      print(onUws)
+      const ratio = onUws.cpuPerPublishMs / onWs.cpuPerPublishMs
+      console.log(`  gateway CPU per publish, uws ÷ ws = ${ratio.toFixed(2)} (goal ≤ 0.5 ${ratio <= 0.5 ? "met" : "NOT met"})`)
+      return
+    }
     if (TARGETS === "servers") {
       const sample = Pusher.channelEvent("private-company.1", "message.created", { seq: 1, event: "message.created", data: { text: "x".repeat(780) } })
       print(await runServer(process.execPath, "gateway", "uws" in loadNativeUws() ? "uws" : "ws", sample))

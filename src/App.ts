@@ -37,6 +37,7 @@ import { Runs } from "./automations/Runs.ts"
 import { AutomationsRepo } from "./automations/Repo.ts"
 import { CredentialCache } from "./auth/Credentials.ts"
 import { Notices } from "./platform/Notices.ts"
+import { MetricsLayer, TracingLayer } from "./Observability.ts"
 
 
 /** The database, after migrations have run. */
@@ -91,9 +92,11 @@ export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
     Layer.provideMerge(Database),
     Layer.provideMerge(HeapPolicyLayer),
     Layer.provideMerge(config),
+    Layer.provide(TracingLayer),
     Layer.provide(LoggingLayer)
   )
 
-export const AppLayer = makeApp(AppConfig.layer)
+/** The app as `src/main.ts` runs it: with its metrics port (tests build `makeApp` alone, on ports of their own). */
+export const AppLayer = MetricsLayer.pipe(Layer.provideMerge(makeApp(AppConfig.layer)))
 export type { AppConfigShape }
 

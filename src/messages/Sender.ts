@@ -4,6 +4,7 @@ import { Credentials } from "../providers/Credentials.ts"
 import { type ChannelContext, Providers } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
+import { countSend } from "../platform/Metrics.ts"
 import { Idempotency, type IdempotencyScope, outcomeUnknownStatus, type Recorded } from "../platform/Idempotency.ts"
 import type { CompanyId } from "../auth/Domain.ts"
 import { Message } from "./Domain.ts"
@@ -200,6 +201,7 @@ export class Sender extends Context.Service<Sender, {
           const message = toMessage(finished, stored, finished.updated_at.getTime())
           const along = scope === null ? writes : sql`${writes}, ${idempotency.completion(scope, 201, { data: message })}`
           yield* events.emit(companyId, "message.created", createdPayload(message), along)
+          countSend(Option.match(channel, { onNone: () => "unknown", onSome: (c) => c.type }), result.status)
           return message
         })
       }, Effect.uninterruptible)

@@ -6,6 +6,7 @@ import { randomUUID } from "node:crypto"
 import * as Errors from "./Errors.ts"
 import { inspectRequest } from "./InputHygiene.ts"
 import { loggablePath, log } from "./Logging.ts"
+import { observeRequest } from "./Metrics.ts"
 
 /** Per-request state shared between the kernel middleware and anything deeper (auth, limiters). */
 export interface RequestState {
@@ -40,7 +41,9 @@ export const addResponseHeaders = (headers: Record<string, string>) =>
 
 const validRequestId = /^[A-Za-z0-9._:-]{1,128}$/
 
-const knownRoutes: Array<{ readonly pattern: RegExp; readonly methods: Set<string> }> = []
+const knownRoutes: Array<{ readonly path: string; readonly pattern: RegExp; readonly methods: Set<string> }> = []
+/** The known paths without parameters, looked up before the patterns are tried. */
+const staticRoutes = new Set<string>()
 
 /**
  * The paths the app serves and their methods (the OpenAPI document plus the plain routes), so a
@@ -55,10 +58,25 @@ export const registerKnownRoutes = (routes: Iterable<readonly [method: string, p
     byPath.set(path, methods)
   }
   knownRoutes.length = 0
+  staticRoutes.clear()
   for (const [path, methods] of byPath) {
-    const source = path.split(/\{[^}]+\}|:[A-Za-z_]+/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/]+")
-    knownRoutes.push({ pattern: new RegExp(`^${source}/?$`), methods })
+    const parts = path.split(/\{[^}]+\}|:[A-Za-z_]+/)
+    if (parts.length === 1) staticRoutes.add(path)
+    const source = parts.map((part) => part.replace(/[.*+?^$()|[\]\\]/g, "\\$&")).join("[^/]+")
+    knownRoutes.push({ path, pattern: new RegExp(`^${source}/?$`), methods })
   }
+}
+
+/**
+ * The route template a request path matches (`/v1/contacts/{id}`), the label of its metrics; `unmatched`
+ * for any other path, so that scanners' paths do not each become a series.
+ */
+export const routeTemplate = (url: string) => {
+  const at = url.indexOf("?")
+  const path = at < 0 ? url : url.slice(0, at)
+  if (staticRoutes.has(path)) return path
+  for (const route of knownRoutes) if (route.pattern.test(path)) return route.path
+  return "unmatched"
 }
 
 const methodOrder = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -278,6 +296,7 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
     )
     state.headers["x-request-id"] = requestId
     const final = HttpServerResponse.setHeaders(jsonRefusal(request, response), state.headers)
+    observeRequest(request.method, routeTemplate(request.url), final.status, (performance.now() - started) / 1000)
     if (log.isLevelEnabled("info")) {
       log.info({
         request_id: requestId,

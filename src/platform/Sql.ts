@@ -4,7 +4,9 @@ import { PGLiteSocketServer } from "@electric-sql/pglite-socket"
 import { PgClient, PgTypes } from "@effect/sql-pg"
 import { Effect, Layer, Option, Redacted, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import { mkdirSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { connect } from "node:net"
 import { AppConfig } from "./Config.ts"
 
@@ -20,31 +22,50 @@ types.register<number | bigint>(PgTypes.OID.int8, {
   decode: (bytes) => Result.succeed(Number(new DataView(bytes.buffer, bytes.byteOffset, 8).getBigInt64(0)))
 })
 
+/**
+ * Where the embedded database's socket goes: a directory only this user may enter, inside the data
+ * directory (`<DATA_DIR>/run`), or a private temporary one when there is none (`memory://`) or its path
+ * would pass the 107 bytes a Unix socket's path may have. No TCP port: no other local user reaches it.
+ */
+const socketDirectory = (dataDir: string, memory: boolean) => {
+  const inData = `${dataDir}/run`
+  if (!memory && Buffer.byteLength(`${inData}/.s.PGSQL.5432`) <= 107) {
+    mkdirSync(inData, { recursive: true, mode: 0o700 })
+    chmodSync(inData, 0o700)
+    return { dir: inData, temporary: false }
+  }
+  return { dir: mkdtempSync(join(tmpdir(), "crm-pg-")), temporary: true }
+}
+
 const embedded = (dataDir: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const memory = dataDir === "memory://"
     const dir = memory ? dataDir : `${dataDir}/pg`
-    if (!memory) mkdirSync(dir, { recursive: true })
-    const server = yield* Effect.acquireRelease(
+    if (!memory) mkdirSync(dir, { recursive: true, mode: 0o700 })
+    const socket = socketDirectory(dataDir, memory)
+    const path = `${socket.dir}/.s.PGSQL.5432`
+    yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const db = await PGlite.create({ dataDir: dir, extensions: { pg_trgm } })
-        const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: 0 })
+        // A socket left by a process that was killed would refuse the bind.
+        rmSync(path, { force: true })
+        const server = new PGLiteSocketServer({ db, path })
         await server.start()
+        chmodSync(path, 0o600)
         return { db, server }
       }),
       ({ db, server }) => Effect.promise(async () => {
         await server.stop()
         await db.close()
+        rmSync(socket.temporary ? socket.dir : path, { recursive: true, force: true })
       })
     )
-    const port = Number(server.server.getServerConn().split(":").pop())
     return PgClient.layer({
-      host: "127.0.0.1",
-      port,
       database: "postgres",
       username: "postgres",
       maxConnections: 1,
-      types
+      types,
+      stream: coalescingSocket({ path })
     })
   }))
 

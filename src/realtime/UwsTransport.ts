@@ -1,25 +1,23 @@
-import type { TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from "@trufflesuite/uws-js-unofficial"
+import type { TemplatedApp, us_listen_socket, WebSocket, WebSocketBehavior } from "@btc-vision/uwebsockets.js"
 import { createRequire } from "node:module"
 import type { Listening, Transport, TransportOptions, TransportSocket } from "./Transport.ts"
 
-type Uws = typeof import("@trufflesuite/uws-js-unofficial")
+type Uws = typeof import("@btc-vision/uwebsockets.js")
 
 /**
- * The native addon for this Node ABI, or why it cannot load. The package's own entry point swaps in a
- * JS layer when no binary matches (only a console warning; its pub/sub does nothing and its wildcard
- * routes accept no socket), so the binary is required directly and that layer is never reached.
+ * The native addon for this Node ABI, or why it cannot load. The package has no JS fallback: its entry
+ * point requires `uws_<platform>_<arch>_<abi>.node` and throws when that binary is missing or cannot be
+ * linked (its builds for Linux need glibc 2.38, so Debian 12's 2.36 refuses them). The reason kept is
+ * the loader's own line, e.g. "version `GLIBC_2.38' not found".
  */
 export const loadNativeUws = (): { readonly uws: Uws } | { readonly reason: string } => {
   if ("Deno" in globalThis || "Bun" in globalThis) return { reason: "uWebSockets.js is a V8 addon for Node only" }
-  const binary = `@trufflesuite/uws-js-unofficial/binaries/uws_${process.platform}_${process.arch}_${process.versions.modules}.node`
   try {
-    const uws = createRequire(import.meta.url)(binary) as Uws
-    // The JS layer has no SSLApp: a module without it is not the native build.
-    if (typeof (uws as { readonly SSLApp?: unknown }).SSLApp !== "function") return { reason: `${binary} is not the native build` }
-    return { uws }
+    return { uws: createRequire(import.meta.url)("@btc-vision/uwebsockets.js") as Uws }
   } catch (error) {
-    const message = error instanceof Error ? error.message.split("\n", 1)[0] : String(error)
-    return { reason: `no native uWebSockets.js for Node ${process.version} (ABI ${process.versions.modules}, ${process.platform}-${process.arch}): ${message}` }
+    const lines = (error instanceof Error ? error.message : String(error)).split("\n").filter((line) => line.trim() !== "")
+    const cause = lines[lines.length - 1] ?? "unknown error"
+    return { reason: `no native uWebSockets.js for Node ${process.version} (ABI ${process.versions.modules}, ${process.platform}-${process.arch}): ${cause}` }
   }
 }
 
@@ -49,7 +47,7 @@ export const makeUwsTransport = (uWS: Uws): Transport => ({
         compression: uWS.DISABLED,
         maxPayloadLength: options.maxPayloadBytes,
         maxBackpressure: options.maxBackpressureBytes,
-        closeOnBackpressureLimit: 1,
+        closeOnBackpressureLimit: true,
         // uWS wants a multiple of 4.
         idleTimeout: Math.ceil(options.idleTimeoutSeconds / 4) * 4,
         sendPingsAutomatically: true,

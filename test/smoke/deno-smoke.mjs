@@ -9,7 +9,7 @@
 import PusherModule from "pusher-js"
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
+import { checks, freePort, json, pusherOn, sleep } from "./support.mjs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
@@ -19,28 +19,8 @@ const deadline = Date.now() + 110_000
 const dataDir = mkdtempSync(join(tmpdir(), "crm-deno-smoke-"))
 const platformKey = `deno-smoke-${Math.random().toString(36).slice(2)}`
 let output = ""
-let passed = 0
-let failed = 0
+const { counts, check } = checks()
 let child
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address()
-      server.close(() => resolve(port))
-    })
-  })
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
-
-const check = (name, ok, detail) => {
-  if (ok) passed++
-  else failed++
-  console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${detail}`}`)
-  return ok
-}
 
 const stop = async () => {
   if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
@@ -49,16 +29,6 @@ const stop = async () => {
   const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
   await exited
   clearTimeout(timer)
-}
-
-const json = async (url, init = {}) => {
-  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(30_000) })
-  const text = await res.text()
-  let body = text
-  try {
-    body = JSON.parse(text)
-  } catch {}
-  return { status: res.status, body }
 }
 
 const main = async () => {
@@ -132,27 +102,11 @@ const main = async () => {
   check("GET /ready names the ws realtime engine under Deno", ready.status === 200 && ready.body?.realtime?.engine === "ws",
     `${ready.status} ${JSON.stringify(ready.body)}`)
 
-  const pusher = new PusherModule(realtimeKey, {
-    cluster: "local",
-    wsHost: "127.0.0.1",
-    wsPort: realtimePort,
-    forceTLS: false,
-    enabledTransports: ["ws"],
-    disableStats: true,
-    channelAuthorization: {
-      transport: "ajax",
-      endpoint: `${base}/v1/broadcasting/auth`,
-      headers: { authorization: `Bearer ${token}`, accept: "application/json" }
-    }
-  })
+  const { pusher, subscribe } = pusherOn(PusherModule, { appKey: realtimeKey, base, realtimePort, token })
   try {
     const channelName = `private-company.${companyId}`
-    const channel = pusher.subscribe(channelName)
-    const subscribed = await new Promise((resolve) => {
-      const timer = setTimeout(() => resolve("no pusher:subscription_succeeded within 15 s"), 15_000)
-      channel.bind("pusher:subscription_succeeded", () => (clearTimeout(timer), resolve(true)))
-      channel.bind("pusher:subscription_error", (error) => (clearTimeout(timer), resolve(JSON.stringify(error))))
-    })
+    const { channel, subscribed: pending } = subscribe(channelName)
+    const subscribed = await pending
     if (!check(`pusher-js subscribes to ${channelName}`, subscribed === true, subscribed)) return
     const received = new Promise((resolve) => {
       const timer = setTimeout(() => resolve(undefined), 15_000)
@@ -184,7 +138,7 @@ try {
 }
 await stop()
 clearTimeout(timer)
-if (failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
+if (counts.failed > 0) console.log(`--- server output (last 4000 chars) ---\n${output.slice(-4000)}`)
 rmSync(dataDir, { recursive: true, force: true })
-console.log(`deno smoke: ${passed} passed, ${failed} failed`)
-process.exit(failed > 0 || passed === 0 ? 1 : 0)
+console.log(`deno smoke: ${counts.passed} passed, ${counts.failed} failed`)
+process.exit(counts.failed > 0 || counts.passed === 0 ? 1 : 0)

@@ -75,7 +75,11 @@ export const spawnServer = async (
   name: string,
   /** `undefined` removes a variable inherited from this process (e.g. DATABASE_URL for embedded mode). */
   env: Record<string, string | undefined>,
-  options: { readonly readyTimeoutMs?: number } = {}
+  options: {
+    readonly readyTimeoutMs?: number
+    /** Another command line than `node --import tsx src/main.ts` (e.g. `npm start`, whose pid is npm's). */
+    readonly command?: ReadonlyArray<string>
+  } = {}
 ): Promise<ServerProcess> => {
   const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
   const merged: Record<string, string | undefined> = {
@@ -89,7 +93,8 @@ export const spawnServer = async (
     ...env
   }
   const childEnv = Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined))
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const [command, ...args] = options.command ?? [process.execPath, "--import", "tsx", "src/main.ts"]
+  const child = spawn(command, args, {
     cwd: root,
     env: childEnv,
     stdio: ["ignore", "pipe", "pipe"]
