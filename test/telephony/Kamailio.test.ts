@@ -246,10 +246,17 @@ describe("telephony on Kamailio (PBX=kamailio)", () => {
     assert.strictEqual(foreign.status, 404)
   })
   // Last: it stops Kamailio.
-  it("with Kamailio gone, calls answer 502 (attempt recorded as failed) and a reset changes nothing", async () => {
-    const { company, alice } = await office()
+  it("with Kamailio gone, registered reads false, calls answer 502 (attempt recorded as failed) and a reset changes nothing", async () => {
+    const { company, alice, domain } = await office()
     const before = await credentials(company.adminToken, alice.id)
+    assert.strictEqual(before.registered, true)
     await kamailio.stop()
+    // The registration rows outlive Kamailio; the live check does not.
+    assert.strictEqual((await locations(domain, `agent-${alice.id}`)).length, 1)
+    assert.strictEqual((await credentials(company.adminToken, alice.id)).registered, false)
+    assert.strictEqual((await members(company.adminToken)).get(alice.id)?.registered, false)
+    const own = await request(server, "GET", "/v1/softphone/external-credentials", { token: alice.token })
+    assert.strictEqual(own.body.data.registered, false)
     const call = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: TRUNK_NUMBER } })
     assert.strictEqual(call.status, 502)
     const attempts = await query(server, "SELECT status FROM call_attempts WHERE company_id = $1", [company.id])
