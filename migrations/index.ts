@@ -35,6 +35,7 @@ import _0140_event_numbering from "./0140_event_numbering.ts"
 import _0150_hot_parent_keys from "./0150_hot_parent_keys.ts"
 import _0151_event_notices from "./0151_event_notices.ts"
 import _0152_message_keys from "./0152_message_keys.ts"
+import _0220_call_outcomes from "./0220_call_outcomes.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -74,5 +75,6 @@ export const migrations = {
   "0140_event_numbering": _0140_event_numbering,
   "0150_hot_parent_keys": _0150_hot_parent_keys,
   "0151_event_notices": _0151_event_notices,
-  "0152_message_keys": _0152_message_keys
+  "0152_message_keys": _0152_message_keys,
+  "0220_call_outcomes": _0220_call_outcomes
 }

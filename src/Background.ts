@@ -22,6 +22,7 @@ import { Contacts } from "./contacts/Contacts.ts"
 import { Deals } from "./deals/Deals.ts"
 import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { TemplateSending } from "./templates/Sending.ts"
+import { CallOutcomesLayer } from "./telephony/Outcomes.ts"
 
 /** What automation runs act through; one executor serves the job runner and the trigger consumer. */
 const AutomationServices = Layer.mergeAll(AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer)
@@ -55,5 +56,6 @@ export const BackgroundLayer = Layer.mergeAll(
   WebhookDeliveryLayer,
   RemindersLayer,
   MailDrainLayer,
-  AutomationTriggers
+  AutomationTriggers,
+  CallOutcomesLayer
 )

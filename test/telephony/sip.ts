@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { createHash, randomUUID } from "node:crypto"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket, connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { WebSocket as WsSocket } from "ws"
 import { freePort, killOnExit, root, sleep, stopChild } from "../support/Processes.ts"
 
 /** Real SIP processes for the Kamailio tests: Kamailio with the repository's cfg, baresip user agents. */
@@ -31,9 +32,43 @@ export const eventually = async <A>(what: string, probe: () => Promise<A | undef
   }
 }
 
+/**
+ * A certificate authority made for the run, and a server certificate it signed for `*.<sipDomain>`
+ * and 127.0.0.1 (the phones reach the company domains through Kamailio's loopback address).
+ */
+export interface TestCa {
+  readonly caFile: string
+  readonly certFile: string
+  readonly keyFile: string
+  readonly ca: string
+  readonly remove: () => void
+}
+
+export const makeTestCa = (sipDomain: string): TestCa => {
+  const dir = mkdtempSync(join(tmpdir(), "sip-ca-"))
+  const at = (name: string) => join(dir, name)
+  const openssl = (...args: Array<string>) => execFileSync("openssl", args, { stdio: "pipe" })
+  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-subj", "/CN=CRM test CA", "-keyout", at("ca.key"), "-out", at("ca.pem"))
+  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", `/CN=${sipDomain}`,
+    "-keyout", at("key.pem"), "-out", at("server.csr"))
+  writeFileSync(at("ext.cnf"), `subjectAltName=DNS:${sipDomain},DNS:*.${sipDomain},IP:127.0.0.1\nextendedKeyUsage=serverAuth\n`)
+  openssl("x509", "-req", "-in", at("server.csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
+    "-days", "2", "-extfile", at("ext.cnf"), "-out", at("cert.pem"))
+  return {
+    caFile: at("ca.pem"),
+    certFile: at("cert.pem"),
+    keyFile: at("key.pem"),
+    ca: readFileSync(at("ca.pem"), "utf8"),
+    remove: () => rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 export interface Kamailio {
   readonly sipPort: number
+  readonly tlsPort: number
   readonly wsPort: number
+  readonly wssPort: number
   readonly rpcUrl: string
   readonly log: () => string
   /** An outage: the whole process group stops answering (RPC included) until `resume`. */
@@ -43,8 +78,13 @@ export interface Kamailio {
 }
 
 /** Kamailio on loopback ports of its own, with deploy/kamailio/kamailio.cfg and the test database. */
-export const startKamailio = async (options: { readonly databaseUrl: string; readonly sipDomain: string; readonly trunkUri: string }) => {
-  const [sipPort, wsPort, rpcPort] = [await freePort(), await freePort(), await freePort()]
+export const startKamailio = async (options: {
+  readonly databaseUrl: string
+  readonly sipDomain: string
+  readonly trunkUri: string
+  readonly tls: TestCa
+}) => {
+  const [sipPort, tlsPort, wsPort, wssPort, rpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()]
   const dir = mkdtempSync(join(tmpdir(), "kamailio-"))
   const db = new URL(options.databaseUrl)
   if (db.port === "") db.port = "5432"
@@ -57,10 +97,15 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
     LISTEN_IP: "127.0.0.1",
     SIP_PORT: String(sipPort),
     WS_PORT: String(wsPort),
-    RPC_PORT: String(rpcPort)
+    RPC_PORT: String(rpcPort),
+    TLS_PORT: String(tlsPort),
+    WSS_PORT: String(wssPort),
+    TLS_CERT: JSON.stringify(options.tls.certFile),
+    TLS_KEY: JSON.stringify(options.tls.keyFile)
   }
   const args = ["-f", join(root, "deploy/kamailio/kamailio.cfg"), "-DD", "-E", "-w", dir, "-P", join(dir, "kamailio.pid"), "-m", "32", "-M", "8"]
   for (const [key, value] of Object.entries(defines)) args.push("-A", `${key}=${value}`)
+  args.push("-A", "WITH_TLS")
   const child = killOnExit(spawn("kamailio", args, {
     // As in deploy/kamailio's image: location.expires is written in local time, read as UTC.
     env: { ...process.env, PGOPTIONS: "-c search_path=kamailio,public", TZ: "UTC" },
@@ -85,7 +130,9 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
   }
   return {
     sipPort,
+    tlsPort,
     wsPort,
+    wssPort,
     rpcUrl,
     log: () => output,
     pause: () => process.kill(-child.pid!, "SIGSTOP"),
@@ -121,6 +168,8 @@ export interface Account {
   readonly trunk?: boolean
   /** SIP port (TCP, UDP; TLS on the next one); phones take ephemeral ones. */
   readonly listenPort?: number
+  /** The CA the phone checks the server's TLS certificate against (transport `tls`). */
+  readonly caFile?: string
 }
 
 /**
@@ -157,6 +206,7 @@ export class Agent {
       "module_app menu.so",
       "module_app ctrl_tcp.so",
       `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`,
+      ...(account.caFile === undefined ? [] : [`sip_cafile ${account.caFile}`]),
       ""
     ].join("\n"))
     const outbound = `sip:127.0.0.1:${account.proxyPort};transport=${account.transport}`
@@ -254,8 +304,13 @@ const md5 = (value: string) => createHash("md5").update(value).digest("hex")
  * subprotocol `sip`), answering the digest challenge. Resolves with the final status code; the
  * socket stays open (the registration lives on it) until `close`.
  */
-export const registerOverWebSocket = async (url: string, account: { readonly username: string; readonly password: string; readonly domain: string }) => {
-  const socket = new WebSocket(url, "sip")
+export const registerOverWebSocket = async (
+  url: string,
+  account: { readonly username: string; readonly password: string; readonly domain: string },
+  /** For wss: the CA that signed the server's certificate (checked, with the host name). */
+  ca?: string
+) => {
+  const socket = new WsSocket(url, "sip", ca === undefined ? {} : { ca })
   const host = `${randomUUID().slice(0, 8)}.invalid`
   const replies: Array<string> = []
   /** Calls this device was rung with and answered: the To it was rung as, and the REFER's target. */

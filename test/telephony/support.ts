@@ -4,7 +4,7 @@ import { PbxSandbox } from "../../src/telephony/Pbx.ts"
 import { addUser, cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, type Json, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { eventually, type Kamailio, registerOverWebSocket, startKamailio } from "./sip.ts"
+import { eventually, type Kamailio, makeTestCa, registerOverWebSocket, startKamailio, type TestCa } from "./sip.ts"
 
 export type Adapter = "in-process" | "kamailio"
 
@@ -23,17 +23,24 @@ const kamailios = new WeakMap<RunningServer, Devices>()
  */
 export const startTelephony = async (adapter: Adapter, env: Record<string, string> = {}, options: { readonly trunkUri?: string } = {}) => {
   let kamailio: Kamailio | undefined
+  let tls: TestCa | undefined
   if (adapter === "kamailio") {
     const databaseUrl = process.env.DATABASE_URL
     if (databaseUrl === undefined) throw new Error("The Kamailio tests need PostgreSQL (DATABASE_URL): Kamailio reads the accounts there.")
-    kamailio = await startKamailio({ databaseUrl, sipDomain: SIP_DOMAIN, trunkUri: options.trunkUri ?? "sip:127.0.0.1:9;transport=tcp" })
+    tls = makeTestCa(SIP_DOMAIN)
+    kamailio = await startKamailio({ databaseUrl, sipDomain: SIP_DOMAIN, trunkUri: options.trunkUri ?? "sip:127.0.0.1:9;transport=tcp", tls })
+      .catch((error) => {
+        tls?.remove()
+        throw error
+      })
     env = {
       ...env,
       PBX: "kamailio",
       SIP_DOMAIN,
       SIP_PUBLIC_HOST: "127.0.0.1",
       SIP_TCP_PORT: String(kamailio.sipPort),
-      SIP_WSS_URL: `ws://127.0.0.1:${kamailio.wsPort}/ws`,
+      SIP_TLS_PORT: String(kamailio.tlsPort),
+      SIP_WSS_URL: `wss://127.0.0.1:${kamailio.wssPort}/ws`,
       KAMAILIO_RPC_URL: kamailio.rpcUrl,
       KAMAILIO_SELF_URI: `sip:127.0.0.1:${kamailio.sipPort}`
     }
@@ -56,6 +63,7 @@ export const startTelephony = async (adapter: Adapter, env: Record<string, strin
     await server?.close()
     restore()
     await kamailio?.stop()
+    tls?.remove()
     throw error
   }
   const devices = kamailio && { kamailio, sockets: new Map() }
@@ -64,15 +72,23 @@ export const startTelephony = async (adapter: Adapter, env: Record<string, strin
     server,
     adapter,
     kamailio,
-    /** The SIP host a company's credentials name, its TCP port and the browsers' WebSocket URL. */
+    /** The run's CA (PBX=kamailio): what phones and browsers check Kamailio's certificate against. */
+    tls,
+    /** The SIP host a company's credentials name, its TCP and TLS ports and the browsers' WebSocket URL. */
     sip: (companyId: number, defaults: { readonly host: string; readonly tcpPort: number; readonly wssUrl: string }) =>
       kamailio === undefined
-        ? defaults
-        : { host: `c${companyId}.${SIP_DOMAIN}`, tcpPort: kamailio.sipPort, wssUrl: `ws://127.0.0.1:${kamailio.wsPort}/ws` },
+        ? { ...defaults, tlsPort: 5061 }
+        : {
+          host: `c${companyId}.${SIP_DOMAIN}`,
+          tcpPort: kamailio.sipPort,
+          tlsPort: kamailio.tlsPort,
+          wssUrl: `wss://127.0.0.1:${kamailio.wssPort}/ws`
+        },
     close: async () => {
       for (const list of devices?.sockets.values() ?? []) for (const socket of list) socket.close()
       await server.close()
       await kamailio?.stop()
+      tls?.remove()
       restore()
     }
   }
