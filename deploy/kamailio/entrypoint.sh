@@ -7,7 +7,14 @@
 #   TLS_CERT         PEM certificate chain for SIP over TLS (5061) and wss (8089), valid for *.SIP_DOMAIN
 #   TLS_KEY          its private key; both default to /etc/kamailio/tls/{cert,key}.pem. Without the
 #                    certificate file Kamailio starts without TLS (5060 and ws on 8080 only).
+#   RTPENGINE_SOCK   the media relay's ng socket, e.g. udp:rtpengine:2223; unset: no relay (phones
+#                    exchange media directly)
+#   SIP_MEDIA_ENCRYPTION  "sdes": desk and mobile phones get SDES-SRTP from the relay (same value as the API's)
 set -eu
+if [ -n "${RTPENGINE_SOCK:-}" ]; then
+  set -- -A WITH_RTPENGINE -A "RTPENGINE_SOCK=\"$RTPENGINE_SOCK\"" "$@"
+  if [ "${SIP_MEDIA_ENCRYPTION:-none}" = "sdes" ]; then set -- -A WITH_SRTP "$@"; fi
+fi
 TLS_CERT="${TLS_CERT:-/etc/kamailio/tls/cert.pem}"
 TLS_KEY="${TLS_KEY:-/etc/kamailio/tls/key.pem}"
 if [ -r "$TLS_CERT" ] && [ -r "$TLS_KEY" ]; then

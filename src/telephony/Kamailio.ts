@@ -110,16 +110,18 @@ export const KamailioPbx = Layer.effect(
      * Click-to-call: Kamailio rings the caller (every device of theirs: the cfg forks `agent-<id>`
      * to the browser profile too), and once one answers REFERs it to the callee or the number,
      * which the cfg sends to the trunk. Kamailio does not name the call it creates, so ours is a UUID,
-     * carried on the caller's URI so the call's outcome comes back under it.
+     * handed to the cfg (htable `pending`) so the call's outcome comes back under it.
      */
     const originate = Effect.fn("KamailioPbx.originate")(function*(request: OriginateRequest) {
       const domain = domainOf(request.companyId)
       const callId = randomUUID()
-      // The cfg tracks the call's dialogs under this reference and reports them into kamailio.call_events.
-      const from = `sip:${nativeUsername(request.callerUserId)}@${domain};crm_call=${callId}`
+      const caller = `${nativeUsername(request.callerUserId)}@${domain}`
+      const from = `sip:${caller}`
       const to = request.to.kind === "internal"
         ? `sip:${nativeUsername(request.to.calleeUserId)}@${domain}`
         : `sip:${request.to.number}@${domain}`
+      // The cfg tracks the call's dialogs under this reference and reports them into kamailio.call_events.
+      yield* call("htable.sets", ["pending", caller, callId])
       yield* call("dlg.bridge_dlg", [from, to, config.kamailioSelfUri])
       return { callId }
     })

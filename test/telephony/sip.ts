@@ -64,6 +64,42 @@ export const makeTestCa = (sipDomain: string): TestCa => {
   }
 }
 
+/** rtpengine (userspace, no kernel table) on loopback: its ng control port and its CLI. */
+export interface Rtpengine {
+  readonly ngPort: number
+  /** `list totals`, `list sessions <call-id>`… as rtpengine-ctl would send them. */
+  readonly cli: (command: string) => Promise<string>
+  readonly log: () => string
+  readonly stop: () => Promise<void>
+}
+
+export const startRtpengine = async (): Promise<Rtpengine> => {
+  const [ngPort, cliPort] = [await freePort(), await freePort()]
+  // A media port range of its own: 200 ports from a random even start, away from other runs'.
+  const min = 30_000 + 2 * Math.floor(Math.random() * 10_000)
+  const child = killOnExit(spawn("rtpengine", [
+    "--config-file=none", "-f", "-E", "-t", "-1", "-i", "127.0.0.1", "-n", `127.0.0.1:${ngPort}`,
+    "-c", `127.0.0.1:${cliPort}`, "-m", String(min), "-M", String(min + 199), "-L", "5", "--delete-delay=0"
+  ], { stdio: ["ignore", "pipe", "pipe"] }))
+  let output = ""
+  child.stdout!.on("data", (chunk) => output = (output + chunk).slice(-50_000))
+  child.stderr!.on("data", (chunk) => output = (output + chunk).slice(-50_000))
+  const cli = (command: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(cliPort, "127.0.0.1", () => socket.write(`${command}\n`))
+      let answer = ""
+      socket.setEncoding("utf8")
+      socket.on("data", (chunk) => answer += chunk)
+      socket.on("end", () => resolve(answer))
+      socket.on("error", reject)
+    })
+  await eventually("rtpengine's CLI", async () => {
+    if (child.exitCode !== null) throw new Error(`rtpengine exited (${child.exitCode}):\n${output}`)
+    return cli("list totals").then((answer) => answer.includes("Total") || undefined, () => undefined)
+  })
+  return { ngPort, cli, log: () => output, stop: () => stopChild(child, 3000) }
+}
+
 export interface Kamailio {
   readonly sipPort: number
   readonly tlsPort: number
@@ -83,6 +119,8 @@ export const startKamailio = async (options: {
   readonly sipDomain: string
   readonly trunkUri: string
   readonly tls: TestCa
+  /** The media relay, and whether phones get SDES-SRTP from it. */
+  readonly rtpengine?: { readonly ngPort: number; readonly srtp: boolean }
 }) => {
   const [sipPort, tlsPort, wsPort, wssPort, rpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()]
   const dir = mkdtempSync(join(tmpdir(), "kamailio-"))
@@ -106,6 +144,10 @@ export const startKamailio = async (options: {
   const args = ["-f", join(root, "deploy/kamailio/kamailio.cfg"), "-DD", "-E", "-w", dir, "-P", join(dir, "kamailio.pid"), "-m", "32", "-M", "8"]
   for (const [key, value] of Object.entries(defines)) args.push("-A", `${key}=${value}`)
   args.push("-A", "WITH_TLS")
+  if (options.rtpengine !== undefined) {
+    args.push("-A", "WITH_RTPENGINE", "-A", `RTPENGINE_SOCK="udp:127.0.0.1:${options.rtpengine.ngPort}"`)
+    if (options.rtpengine.srtp) args.push("-A", "WITH_SRTP")
+  }
   const child = killOnExit(spawn("kamailio", args, {
     // As in deploy/kamailio's image: location.expires is written in local time, read as UTC.
     env: { ...process.env, PGOPTIONS: "-c search_path=kamailio,public", TZ: "UTC" },
@@ -170,6 +212,8 @@ export interface Account {
   readonly listenPort?: number
   /** The CA the phone checks the server's TLS certificate against (transport `tls`). */
   readonly caFile?: string
+  /** `srtp-mand`: SDES-SRTP only (what media_encryption "sdes" asks of a phone). */
+  readonly mediaenc?: "srtp-mand"
 }
 
 /**
@@ -200,6 +244,7 @@ export class Agent {
       "module_path /usr/lib/baresip/modules",
       "module opus.so",
       "module g711.so",
+      "module srtp.so",
       "module ausine.so",
       "module aufile.so",
       "module_app account.so",
@@ -210,9 +255,10 @@ export class Agent {
       ""
     ].join("\n"))
     const outbound = `sip:127.0.0.1:${account.proxyPort};transport=${account.transport}`
+    const mediaenc = account.mediaenc === undefined ? "" : `;mediaenc=${account.mediaenc}`
     const params = account.trunk
       ? ";regint=0;answermode=auto"
-      : `;auth_pass=${account.password};outbound="${outbound}";answermode=auto;regint=60`
+      : `;auth_pass=${account.password};outbound="${outbound}";answermode=auto;regint=60${mediaenc}`
     writeFileSync(join(dir, "accounts"), `<sip:${account.username}@${account.domain};transport=${account.transport}>${params}\n`)
     const child = killOnExit(spawn("baresip", ["-f", dir], { stdio: ["ignore", "pipe", "pipe"] }))
     let output = ""
