@@ -179,6 +179,28 @@ describe("telephony on Kamailio (PBX=kamailio)", () => {
     assert.strictEqual(left[0].n, 0)
   })
 
+  it("a call to a colleague with no phone registered ends unanswered: no_answer (480), duration 0, call.ended", async () => {
+    const { company, alice, alicePhone } = await office()
+    const carol = await person(server, company.id)
+    await enable(server, company.adminToken, carol.id)
+    const started = await request(server, "POST", "/v1/softphone/internal-call", { token: alice.token, body: { callee_user_id: carol.id } })
+    assert.strictEqual(started.status, 202, JSON.stringify(started.body))
+    const callId = started.body.data.call_id
+    await alicePhone.waitFor("the refused call", (e) => e.type === "CALL_CLOSED" && /480/.test(e.param ?? ""))
+    const ended = await eventually("ended_at", async () => {
+      const [row] = await query(server, "SELECT * FROM call_attempts WHERE company_id = $1 AND id = $2", [company.id, callId])
+      return row.ended_at === null ? undefined : row
+    })
+    assert.deepInclude(ended, { answered_at: null, duration_seconds: 0, hangup_cause: "no_answer" })
+    const [event] = await eventually("call.ended", async () => {
+      const rows = await query(server, "SELECT payload FROM events WHERE company_id = $1 AND key = 'call.ended'", [company.id])
+      return rows.length > 0 ? rows : undefined
+    })
+    const payload = typeof event.payload === "string" ? JSON.parse(event.payload) : event.payload
+    assert.deepInclude(payload.call, { id: callId, callee_user_id: carol.id, hangup_cause: "no_answer", sip_code: 480, answered_at: null })
+    assert.strictEqual(payload.user_id, alice.id)
+  })
+
   it("an extension dialled on a phone reaches the colleague, and an extension change takes effect at once", async () => {
     const { company, alice, bob, alicePhone, bobPhone, domain } = await office()
     const setExtension = (userId: number, extension: string | null) =>
