@@ -59,17 +59,21 @@ const relayedLegs = async () => {
   })
 }
 
+/** Alice (at `extension`) and Bob of a new company, each with a registered desk phone. */
+const twoDeskPhones = async (extension: string) => {
+  const company = await telephonyCompany(telephony.server)
+  const alice = await person(telephony.server, company.id)
+  const bob = await person(telephony.server, company.id)
+  await enable(telephony.server, company.adminToken, alice.id)
+  await enable(telephony.server, company.adminToken, bob.id)
+  const ext = await request(telephony.server, "POST", `${base}/${alice.id}/telephony/extension`, { token: company.adminToken, body: { extension } })
+  assert.strictEqual(ext.status, 200)
+  return { a: await deskPhone(company.adminToken, alice.id), b: await deskPhone(company.adminToken, bob.id) }
+}
+
 describe("media relay (rtpengine)", () => {
   it("a call between two desk phones over TLS with SDES-SRTP is relayed by rtpengine, packets both ways", async () => {
-    const company = await telephonyCompany(telephony.server)
-    const alice = await person(telephony.server, company.id)
-    const bob = await person(telephony.server, company.id)
-    await enable(telephony.server, company.adminToken, alice.id)
-    await enable(telephony.server, company.adminToken, bob.id)
-    const ext = await request(telephony.server, "POST", `${base}/${alice.id}/telephony/extension`, { token: company.adminToken, body: { extension: "401" } })
-    assert.strictEqual(ext.status, 200)
-    const a = await deskPhone(company.adminToken, alice.id)
-    const b = await deskPhone(company.adminToken, bob.id)
+    const { a, b } = await twoDeskPhones("401")
     b.agent.command("dial", `sip:401@${b.domain}`)
     await a.agent.waitFor("alice answering", (e) => e.type === "CALL_ESTABLISHED")
     await b.agent.waitFor("bob's call established", (e) => e.type === "CALL_ESTABLISHED")
@@ -93,14 +97,7 @@ describe("media relay (rtpengine)", () => {
   })
 
   it("twenty calls in a row are each set up and relayed with audio both ways (figures: setup time, packets each way)", async () => {
-    const company = await telephonyCompany(telephony.server)
-    const alice = await person(telephony.server, company.id)
-    const bob = await person(telephony.server, company.id)
-    await enable(telephony.server, company.adminToken, alice.id)
-    await enable(telephony.server, company.adminToken, bob.id)
-    await request(telephony.server, "POST", `${base}/${alice.id}/telephony/extension`, { token: company.adminToken, body: { extension: "402" } })
-    const a = await deskPhone(company.adminToken, alice.id)
-    const b = await deskPhone(company.adminToken, bob.id)
+    const { a, b } = await twoDeskPhones("402")
     const calls: Array<{ setupMs: number; packets: Array<number> }> = []
     for (let i = 0; i < 20; i++) {
       const [sinceA, sinceB] = [a.agent.events.length, b.agent.events.length]
