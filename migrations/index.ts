@@ -37,6 +37,7 @@ import _0151_event_notices from "./0151_event_notices.ts"
 import _0152_message_keys from "./0152_message_keys.ts"
 import _0180_event_envelope_id from "./0180_event_envelope_id.ts"
 import _0190_inbox from "./0190_inbox.ts"
+import _0220_call_outcomes from "./0220_call_outcomes.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -78,5 +79,6 @@ export const migrations = {
   "0151_event_notices": _0151_event_notices,
   "0152_message_keys": _0152_message_keys,
   "0180_event_envelope_id": _0180_event_envelope_id,
-  "0190_inbox": _0190_inbox
+  "0190_inbox": _0190_inbox,
+  "0220_call_outcomes": _0220_call_outcomes
 }

@@ -23,6 +23,7 @@ import { Contacts } from "./contacts/Contacts.ts"
 import { Deals } from "./deals/Deals.ts"
 import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { TemplateSending } from "./templates/Sending.ts"
+import { CallOutcomesLayer } from "./telephony/Outcomes.ts"
 
 /** What automation runs act through; one executor serves the job runner and the trigger consumer. */
 const AutomationServices = Layer.mergeAll(AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer)
@@ -57,5 +58,6 @@ export const BackgroundLayer = Layer.mergeAll(
   RemindersLayer,
   SnoozeLayer,
   MailDrainLayer,
-  AutomationTriggers
+  AutomationTriggers,
+  CallOutcomesLayer
 )

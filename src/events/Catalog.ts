@@ -57,6 +57,13 @@ export const Catalog: ReadonlyArray<CatalogEntry> = [
   entry("invitation.created", "Invitation created", "organization", "invitation", "An invitation was sent."),
   entry("invitation.updated", "Invitation updated", "organization", "invitation", "An invitation's role or status changed."),
   entry("invitation.deleted", "Invitation deleted", "organization", "invitation", "An invitation was deleted."),
+  entry(
+    "call.ended",
+    "Call ended",
+    "telephony",
+    "call",
+    "A call placed through the softphone endpoints ended: answered_at, ended_at, duration_seconds and hangup_cause (also sent to the caller's private-user channel)."
+  ),
   entry("deal.created", "Deal created", "deals", "deal", "A deal was created (by hand, through the API or automatically for a conversation)."),
   entry("deal.updated", "Deal updated", "deals", "deal", "Fields of a deal changed; `changes` names them."),
   entry("deal.stage_changed", "Deal stage changed", "deals", "deal", "A deal moved to another stage (`from`, `to` are stage ids)."),

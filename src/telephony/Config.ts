@@ -22,6 +22,8 @@ export interface TelephonyConfigShape {
   readonly kamailioRpcTimeoutMs: number
   /** How Kamailio reaches itself: the outbound proxy of the calls it originates (`dlg.bridge_dlg`). */
   readonly kamailioSelfUri: string
+  /** How often a runner folds Kamailio's reported call events into `call_attempts`. */
+  readonly callEventsPollMs: number
 }
 
 const config = Config.all({
@@ -38,7 +40,8 @@ const config = Config.all({
   secretKey: Config.option(Config.Redacted("SIP_SECRET_KEY")),
   kamailioRpcUrl: Config.String("KAMAILIO_RPC_URL").pipe(Config.withDefault("http://127.0.0.1:5090/RPC")),
   kamailioRpcTimeoutMs: Config.Int("KAMAILIO_RPC_TIMEOUT_MS").pipe(Config.withDefault(1500)),
-  kamailioSelfUri: Config.String("KAMAILIO_SELF_URI").pipe(Config.withDefault("sip:127.0.0.1:5060"))
+  kamailioSelfUri: Config.String("KAMAILIO_SELF_URI").pipe(Config.withDefault("sip:127.0.0.1:5060")),
+  callEventsPollMs: Config.Int("CALL_EVENTS_POLL_MS").pipe(Config.withDefault(1000))
 })
 
 /** The SIP host (and realm) a company's phones register at: its own domain when SIP_DOMAIN is set. */

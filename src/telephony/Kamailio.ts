@@ -19,14 +19,24 @@ interface RpcAnswer {
   readonly error?: { readonly code?: number; readonly message?: string }
 }
 
-/** Kamailio answers this when an AOR has no registration: nothing to remove. */
+/** Kamailio answers this when an AOR has no registration: nothing to remove, nobody registered. */
 const AOR_NOT_FOUND = 404
+
+/** The contacts of a `ul.lookup` answer that are still registered (expiry in seconds ahead, or permanent). */
+export const liveContacts = (result: unknown): number => {
+  const contacts = (result as { readonly Contacts?: ReadonlyArray<{ readonly Contact?: { readonly Expires?: unknown } }> } | undefined)?.Contacts
+  if (!Array.isArray(contacts)) return 0
+  return contacts.filter((c) => {
+    const expires = c?.Contact?.Expires
+    return (typeof expires === "number" && expires > 0) || expires === "permanent"
+  }).length
+}
 
 /**
  * The PBX port on Kamailio (deploy/kamailio/kamailio.cfg). Profiles are rows of
  * `kamailio.subscriber` written with the caller's connection, so they commit or roll back
- * with the operator row that caused them; registrations are read from `kamailio.location`
- * (usrloc write-through); removals and calls go through Kamailio's JSON-RPC.
+ * with the operator row that caused them; registrations are asked of Kamailio
+ * (`ul.lookup`, live); removals and calls go through Kamailio's JSON-RPC.
  */
 export const KamailioPbx = Layer.effect(
   Pbx,
@@ -86,30 +96,34 @@ export const KamailioPbx = Layer.effect(
       yield* dropRegistrations(companyId, username)
     })
 
-    // usrloc writes through and its timer deletes expired contacts; `expires` is Kamailio's local time (UTC in the image).
-    const isRegistered = (companyId: number, username: string) =>
-      sql<{ readonly registered: boolean }>`
-        SELECT EXISTS (
-          SELECT 1 FROM kamailio.location
-          WHERE username = ${username} AND domain = ${domainOf(companyId)} AND expires > (now() AT TIME ZONE 'UTC')
-        ) AS registered`.pipe(
-        Effect.map((rows) => rows[0]?.registered === true),
-        Effect.mapError((error) => new PbxError({ message: `Registration lookup failed: ${error.message}` }))
-      )
+    /**
+     * Asked of Kamailio itself (`ul.lookup`), not read from `kamailio.location`: the table keeps its
+     * rows while Kamailio is down, and the contract wants a failed or slow check to read as false.
+     * A contact counts while its expiry is ahead ("permanent" too); "expired" and "deleted" do not.
+     */
+    const isRegistered = Effect.fn("KamailioPbx.isRegistered")(function*(companyId: number, username: string) {
+      const result = yield* call("ul.lookup", ["location", `${username}@${domainOf(companyId)}`], AOR_NOT_FOUND)
+      return liveContacts(result) > 0
+    })
 
     /**
      * Click-to-call: Kamailio rings the caller (every device of theirs: the cfg forks `agent-<id>`
      * to the browser profile too), and once one answers REFERs it to the callee or the number,
-     * which the cfg sends to the trunk. Kamailio does not name the call it creates, so ours is a UUID.
+     * which the cfg sends to the trunk. Kamailio does not name the call it creates, so ours is a UUID,
+     * handed to the cfg (htable `pending`) so the call's outcome comes back under it.
      */
     const originate = Effect.fn("KamailioPbx.originate")(function*(request: OriginateRequest) {
       const domain = domainOf(request.companyId)
-      const from = `sip:${nativeUsername(request.callerUserId)}@${domain}`
+      const callId = randomUUID()
+      const caller = `${nativeUsername(request.callerUserId)}@${domain}`
+      const from = `sip:${caller}`
       const to = request.to.kind === "internal"
         ? `sip:${nativeUsername(request.to.calleeUserId)}@${domain}`
         : `sip:${request.to.number}@${domain}`
+      // The cfg tracks the call's dialogs under this reference and reports them into kamailio.call_events.
+      yield* call("htable.sets", ["pending", caller, callId])
       yield* call("dlg.bridge_dlg", [from, to, config.kamailioSelfUri])
-      return { callId: randomUUID() }
+      return { callId }
     })
 
     return Pbx.of({ adapter: "kamailio", upsertProfile, removeProfile, isRegistered, originate })

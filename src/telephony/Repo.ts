@@ -44,6 +44,34 @@ export interface CallAttempt {
   readonly pbx_call_id: string | null
 }
 
+/** A dialog event Kamailio reported (`kamailio.call_events`) for a call the API placed. */
+export interface CallEvent {
+  readonly id: number
+  readonly company_id: number
+  readonly attempt_id: number
+  readonly leg: "caller" | "callee"
+  readonly kind: "answered" | "ended" | "failed"
+  readonly sip_code: number
+  readonly side: string
+  readonly at: Date
+}
+
+/** A call attempt once it ended: what `call.ended` carries. */
+export interface EndedCall {
+  readonly id: number
+  readonly kind: "internal" | "external"
+  readonly caller_user_id: number | null
+  readonly callee_user_id: number | null
+  readonly extension: string | null
+  readonly number: string | null
+  readonly contact_id: number | null
+  readonly created_at: Date
+  readonly answered_at: Date | null
+  readonly ended_at: Date
+  readonly duration_seconds: number
+  readonly hangup_cause: string
+}
+
 export class ExtensionTaken extends Data.TaggedError("ExtensionTaken")<{}> {}
 
 type Joined = MemberRow & { readonly [K in keyof OperatorRow as `op_${K}`]: OperatorRow[K] | null }
@@ -88,6 +116,17 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
   companyTelephonyEnabled(companyId: CompanyId): Effect.Effect<boolean>
   contactExists(companyId: CompanyId, contactId: number): Effect.Effect<boolean>
   insertCallAttempt(companyId: CompanyId, attempt: CallAttempt): Effect.Effect<number>
+  /**
+   * The oldest reported dialog events whose call attempt exists (of every company: Kamailio writes
+   * them for all), locked and deleted in the caller's transaction. Events of an attempt not yet
+   * committed wait for the next claim.
+   */
+  claimCallEvents(limit: number): Effect.Effect<ReadonlyArray<CallEvent>>
+  /** Events that never found their attempt (the API's insert failed) go after an hour. */
+  readonly dropOrphanCallEvents: Effect.Effect<void>
+  recordAnswered(companyId: CompanyId, attemptId: number, at: Date): Effect.Effect<void>
+  /** Ends the call once: None when it had already ended. */
+  recordEnd(companyId: CompanyId, attemptId: number, at: Date, cause: string): Effect.Effect<Option.Option<EndedCall>>
 }>()("crm/telephony/TelephonyRepo") {
   static readonly layer = Layer.effect(
     TelephonyRepo,
@@ -199,6 +238,47 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
           Effect.orDie
         )
 
+      const claimCallEvents = (limit: number) =>
+        sql<CallEvent>`
+          WITH claimed AS (
+            SELECT e.id FROM kamailio.call_events e
+            WHERE EXISTS (SELECT 1 FROM call_attempts a WHERE a.pbx_call_id = e.call_ref)
+            ORDER BY e.id LIMIT ${limit} FOR UPDATE SKIP LOCKED
+          ), gone AS (
+            DELETE FROM kamailio.call_events e USING claimed WHERE e.id = claimed.id
+            RETURNING e.id, e.call_ref, e.leg, e.kind, e.sip_code, e.side, e.at
+          )
+          SELECT gone.id, a.company_id, a.id AS attempt_id, gone.leg, gone.kind, gone.sip_code, gone.side, gone.at
+          FROM gone JOIN call_attempts a ON a.pbx_call_id = gone.call_ref
+          ORDER BY gone.id`.pipe(Effect.orDie)
+
+      const dropOrphanCallEvents = sql`
+        DELETE FROM kamailio.call_events e
+        WHERE e.at < now() - interval '1 hour'
+          AND NOT EXISTS (SELECT 1 FROM call_attempts a WHERE a.pbx_call_id = e.call_ref)`.pipe(Effect.asVoid, Effect.orDie)
+
+      const recordAnswered = (companyId: CompanyId, attemptId: number, at: Date) =>
+        sql`
+          UPDATE call_attempts SET answered_at = ${at}
+          WHERE company_id = ${companyId} AND id = ${attemptId} AND answered_at IS NULL AND ended_at IS NULL`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      const recordEnd = (companyId: CompanyId, attemptId: number, at: Date, cause: string) =>
+        sql<EndedCall>`
+          UPDATE call_attempts SET
+            ended_at = ${at},
+            hangup_cause = ${cause},
+            duration_seconds = CASE WHEN answered_at IS NULL THEN 0
+              ELSE GREATEST(0, round(extract(epoch FROM ${at}::timestamptz - answered_at)))::int END
+          WHERE company_id = ${companyId} AND id = ${attemptId} AND ended_at IS NULL
+          RETURNING id, kind, caller_user_id, callee_user_id, extension, number, contact_id, created_at,
+            answered_at, ended_at, duration_seconds, hangup_cause`.pipe(
+          Effect.map((rows) => Option.fromNullishOr(rows[0])),
+          Effect.orDie
+        )
+
       return TelephonyRepo.of({
         listMembers,
         findMember,
@@ -211,7 +291,11 @@ export class TelephonyRepo extends Context.Service<TelephonyRepo, {
         setPasswords,
         companyTelephonyEnabled,
         contactExists,
-        insertCallAttempt
+        insertCallAttempt,
+        claimCallEvents,
+        dropOrphanCallEvents,
+        recordAnswered,
+        recordEnd
       })
     })
   )

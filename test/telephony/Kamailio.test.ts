@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { connect as tlsConnect } from "node:tls"
 import { afterAll, beforeAll } from "vitest"
 import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { query } from "../support/Sql.ts"
@@ -142,6 +143,65 @@ afterAll(async () => {
     await bobPhone.waitFor("bob's call to end", (e) => e.type === "CALL_CLOSED")
   })
 
+  it("a call's outcome comes back from Kamailio's dialog events: answered at, ended at, duration, hang-up cause, and call.ended for the caller", async () => {
+    const { company, alice, bob, alicePhone, bobPhone } = await office()
+    const started = await request(server, "POST", "/v1/softphone/internal-call", { token: alice.token, body: { callee_user_id: bob.id } })
+    assert.strictEqual(started.status, 202, JSON.stringify(started.body))
+    const callId = started.body.data.call_id
+    await bobPhone.waitFor("bob answering", (e) => e.type === "CALL_ESTABLISHED")
+    await alicePhone.waitFor("alice's call to bob", (e) => e.type === "CALL_ESTABLISHED" && !/controller/.test(e.peeruri ?? ""))
+    const answered = await eventually("answered_at", async () => {
+      const [row] = await query(server, "SELECT answered_at, ended_at FROM call_attempts WHERE company_id = $1 AND id = $2", [company.id, callId])
+      return row.answered_at === null ? undefined : row
+    })
+    assert.isNull(answered.ended_at)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    alicePhone.command("hangup")
+    await bobPhone.waitFor("bob's call to end", (e) => e.type === "CALL_CLOSED")
+    const ended = await eventually("ended_at", async () => {
+      const [row] = await query(server, "SELECT * FROM call_attempts WHERE company_id = $1 AND id = $2", [company.id, callId])
+      return row.ended_at === null ? undefined : row
+    })
+    assert.strictEqual(ended.status, "initiated")
+    assert.strictEqual(ended.hangup_cause, "caller_hangup")
+    assert.isAtLeast(ended.duration_seconds, 1)
+    assert.isAtMost(ended.duration_seconds, 5)
+    assert.strictEqual(ended.duration_seconds, Math.round((new Date(ended.ended_at).getTime() - new Date(ended.answered_at).getTime()) / 1000))
+    // One event, on the caller's user channel (user_id), with the outcome.
+    const events = await eventually("call.ended", async () => {
+      const rows = await query(server, "SELECT payload FROM events WHERE company_id = $1 AND key = 'call.ended'", [company.id])
+      return rows.length > 0 ? rows : undefined
+    })
+    assert.strictEqual(events.length, 1)
+    const payload = typeof events[0].payload === "string" ? JSON.parse(events[0].payload) : events[0].payload
+    assert.strictEqual(payload.user_id, alice.id)
+    assert.deepInclude(payload.call, { id: callId, kind: "internal", callee_user_id: bob.id, hangup_cause: "caller_hangup", duration_seconds: ended.duration_seconds })
+    const left = await query(server, "SELECT count(*)::int AS n FROM kamailio.call_events e JOIN call_attempts a ON a.pbx_call_id = e.call_ref WHERE a.id = $1", [callId])
+    assert.strictEqual(left[0].n, 0)
+  })
+
+  it("a call to a colleague with no phone registered ends unanswered: no_answer (480), duration 0, call.ended", async () => {
+    const { company, alice, alicePhone } = await office()
+    const carol = await person(server, company.id)
+    await enable(server, company.adminToken, carol.id)
+    const started = await request(server, "POST", "/v1/softphone/internal-call", { token: alice.token, body: { callee_user_id: carol.id } })
+    assert.strictEqual(started.status, 202, JSON.stringify(started.body))
+    const callId = started.body.data.call_id
+    await alicePhone.waitFor("the refused call", (e) => e.type === "CALL_CLOSED" && /480/.test(e.param ?? ""))
+    const ended = await eventually("ended_at", async () => {
+      const [row] = await query(server, "SELECT * FROM call_attempts WHERE company_id = $1 AND id = $2", [company.id, callId])
+      return row.ended_at === null ? undefined : row
+    })
+    assert.deepInclude(ended, { answered_at: null, duration_seconds: 0, hangup_cause: "no_answer" })
+    const [event] = await eventually("call.ended", async () => {
+      const rows = await query(server, "SELECT payload FROM events WHERE company_id = $1 AND key = 'call.ended'", [company.id])
+      return rows.length > 0 ? rows : undefined
+    })
+    const payload = typeof event.payload === "string" ? JSON.parse(event.payload) : event.payload
+    assert.deepInclude(payload.call, { id: callId, callee_user_id: carol.id, hangup_cause: "no_answer", sip_code: 480, answered_at: null })
+    assert.strictEqual(payload.user_id, alice.id)
+  })
+
   it("an extension dialled on a phone reaches the colleague, and an extension change takes effect at once", async () => {
     const { company, alice, bob, alicePhone, bobPhone, domain } = await office()
     const setExtension = (userId: number, extension: string | null) =>
@@ -160,7 +220,36 @@ afterAll(async () => {
     assert.match(gone.param ?? "", /404/)
   })
 
-  it("the browser profile registers over SIP-over-WebSocket at the URL the softphone credentials give", async () => {
+  it("a phone set up for TLS from the credentials (tls_port, the provisioning URI's login) registers over TLS; the port serves the configured certificate", async () => {
+    const company = await telephonyCompany(server)
+    const alice = await person(server, company.id)
+    await enable(server, company.adminToken, alice.id)
+    const creds = await credentials(company.adminToken, alice.id)
+    assert.strictEqual(creds.tls_port, kamailio.tlsPort)
+    // baresip 1.0 does not check the server's certificate: a client that does, for the company's host name.
+    const peer = await new Promise<{ authorized: boolean; subject: string }>((resolve, reject) => {
+      const socket = tlsConnect({ host: "127.0.0.1", port: creds.tls_port, servername: creds.host, ca: telephony.tls!.ca }, () => {
+        resolve({ authorized: socket.authorized, subject: String(socket.getPeerCertificate().subject.CN) })
+        socket.end()
+      })
+      socket.once("error", reject)
+    })
+    assert.deepStrictEqual(peer, { authorized: true, subject: SIP_DOMAIN })
+    const uri = parseProvisioningUri(creds.provisioning_uri)
+    const account = { username: uri.username, password: uri.password, domain: uri.host, proxyPort: creds.tls_port, transport: "tls" }
+    const agent = await Agent.start({ ...account, caFile: telephony.tls!.caFile })
+    agents.push(agent)
+    await registered(agent)
+    const [contact] = await query(server, "SELECT socket FROM kamailio.location WHERE domain = $1 AND username = $2", [uri.host, uri.username])
+    assert.match(contact.socket, new RegExp(`^tls:127\\.0\\.0\\.1:${kamailio.tlsPort}$`))
+    assert.strictEqual((await credentials(company.adminToken, alice.id)).registered, true)
+    // The wrong password is refused over TLS as over TCP.
+    const wrong = await Agent.start({ ...account, password: "not-the-password", caFile: telephony.tls!.caFile })
+    agents.push(wrong)
+    await refused(wrong)
+  })
+
+  it("the browser profile registers over secure WebSocket (wss) served by Kamailio at the URL the softphone credentials give", async () => {
     const company = await telephonyCompany(server)
     const alice = await person(server, company.id)
     await enable(server, company.adminToken, alice.id)
@@ -168,12 +257,17 @@ afterAll(async () => {
     assert.strictEqual(own.status, 200)
     const creds = own.body.data
     assert.strictEqual(creds.sip_username, `agent-${alice.id}-web`)
-    assert.strictEqual(creds.wss_url, `ws://127.0.0.1:${kamailio.wsPort}/ws`)
+    assert.strictEqual(creds.wss_url, `wss://127.0.0.1:${kamailio.wssPort}/ws`)
     assert.strictEqual(creds.registered, false)
-    const wrong = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: "not-the-password", domain: creds.host })
+    const ca = telephony.tls!.ca
+    // A client that does not trust the run's CA cannot connect: the certificate is the one configured.
+    const untrusted = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: creds.sip_password, domain: creds.host })
+      .then(() => "connected", (error: Error) => error.message)
+    assert.match(untrusted, /failed/)
+    const wrong = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: "not-the-password", domain: creds.host }, ca)
     wrong.close()
     assert.strictEqual(wrong.status, 401)
-    const browser = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: creds.sip_password, domain: creds.host })
+    const browser = await registerOverWebSocket(creds.wss_url, { username: creds.sip_username, password: creds.sip_password, domain: creds.host }, ca)
     try {
       assert.strictEqual(browser.status, 200)
       const again = await request(server, "GET", "/v1/softphone/credentials", { token: alice.token })
@@ -247,10 +341,17 @@ afterAll(async () => {
     assert.strictEqual(foreign.status, 404)
   })
   // Last: it stops Kamailio.
-  it("with Kamailio gone, calls answer 502 (attempt recorded as failed) and a reset changes nothing", async () => {
-    const { company, alice } = await office()
+  it("with Kamailio gone, registered reads false, calls answer 502 (attempt recorded as failed) and a reset changes nothing", async () => {
+    const { company, alice, domain } = await office()
     const before = await credentials(company.adminToken, alice.id)
+    assert.strictEqual(before.registered, true)
     await kamailio.stop()
+    // The registration rows outlive Kamailio; the live check does not.
+    assert.strictEqual((await locations(domain, `agent-${alice.id}`)).length, 1)
+    assert.strictEqual((await credentials(company.adminToken, alice.id)).registered, false)
+    assert.strictEqual((await members(company.adminToken)).get(alice.id)?.registered, false)
+    const own = await request(server, "GET", "/v1/softphone/external-credentials", { token: alice.token })
+    assert.strictEqual(own.body.data.registered, false)
     const call = await request(server, "POST", "/v1/softphone/external-call", { token: alice.token, body: { number: TRUNK_NUMBER } })
     assert.strictEqual(call.status, 502)
     const attempts = await query(server, "SELECT status FROM call_attempts WHERE company_id = $1", [company.id])

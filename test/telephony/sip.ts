@@ -1,9 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { createHash, randomUUID } from "node:crypto"
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket, connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { WebSocket as WsSocket } from "ws"
 import { freePort, killOnExit, root, sleep, stopChild } from "../support/Processes.ts"
 
 /** Real SIP processes for the Kamailio tests: Kamailio with the repository's cfg, baresip user agents. */
@@ -31,9 +32,79 @@ export const eventually = async <A>(what: string, probe: () => Promise<A | undef
   }
 }
 
+/**
+ * A certificate authority made for the run, and a server certificate it signed for `*.<sipDomain>`
+ * and 127.0.0.1 (the phones reach the company domains through Kamailio's loopback address).
+ */
+export interface TestCa {
+  readonly caFile: string
+  readonly certFile: string
+  readonly keyFile: string
+  readonly ca: string
+  readonly remove: () => void
+}
+
+export const makeTestCa = (sipDomain: string): TestCa => {
+  const dir = mkdtempSync(join(tmpdir(), "sip-ca-"))
+  const at = (name: string) => join(dir, name)
+  const openssl = (...args: Array<string>) => execFileSync("openssl", args, { stdio: "pipe" })
+  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-subj", "/CN=CRM test CA", "-keyout", at("ca.key"), "-out", at("ca.pem"))
+  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", `/CN=${sipDomain}`,
+    "-keyout", at("key.pem"), "-out", at("server.csr"))
+  writeFileSync(at("ext.cnf"), `subjectAltName=DNS:${sipDomain},DNS:*.${sipDomain},IP:127.0.0.1\nextendedKeyUsage=serverAuth\n`)
+  openssl("x509", "-req", "-in", at("server.csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
+    "-days", "2", "-extfile", at("ext.cnf"), "-out", at("cert.pem"))
+  return {
+    caFile: at("ca.pem"),
+    certFile: at("cert.pem"),
+    keyFile: at("key.pem"),
+    ca: readFileSync(at("ca.pem"), "utf8"),
+    remove: () => rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** rtpengine (userspace, no kernel table) on loopback: its ng control port and its CLI. */
+export interface Rtpengine {
+  readonly ngPort: number
+  /** `list totals`, `list sessions <call-id>`… as rtpengine-ctl would send them. */
+  readonly cli: (command: string) => Promise<string>
+  readonly log: () => string
+  readonly stop: () => Promise<void>
+}
+
+export const startRtpengine = async (): Promise<Rtpengine> => {
+  const [ngPort, cliPort] = [await freePort(), await freePort()]
+  // A media port range of its own: 200 ports from a random even start, away from other runs'.
+  const min = 30_000 + 2 * Math.floor(Math.random() * 10_000)
+  const child = killOnExit(spawn("rtpengine", [
+    "--config-file=none", "-f", "-E", "-t", "-1", "-i", "127.0.0.1", "-n", `127.0.0.1:${ngPort}`,
+    "-c", `127.0.0.1:${cliPort}`, "-m", String(min), "-M", String(min + 199), "-L", "5", "--delete-delay=0"
+  ], { stdio: ["ignore", "pipe", "pipe"] }))
+  let output = ""
+  child.stdout!.on("data", (chunk) => output = (output + chunk).slice(-50_000))
+  child.stderr!.on("data", (chunk) => output = (output + chunk).slice(-50_000))
+  const cli = (command: string) =>
+    new Promise<string>((resolve, reject) => {
+      const socket = connect(cliPort, "127.0.0.1", () => socket.write(`${command}\n`))
+      let answer = ""
+      socket.setEncoding("utf8")
+      socket.on("data", (chunk) => answer += chunk)
+      socket.on("end", () => resolve(answer))
+      socket.on("error", reject)
+    })
+  await eventually("rtpengine's CLI", async () => {
+    if (child.exitCode !== null) throw new Error(`rtpengine exited (${child.exitCode}):\n${output}`)
+    return cli("list totals").then((answer) => answer.includes("Total") || undefined, () => undefined)
+  })
+  return { ngPort, cli, log: () => output, stop: () => stopChild(child, 3000) }
+}
+
 export interface Kamailio {
   readonly sipPort: number
+  readonly tlsPort: number
   readonly wsPort: number
+  readonly wssPort: number
   readonly rpcUrl: string
   readonly log: () => string
   /** An outage: the whole process group stops answering (RPC included) until `resume`. */
@@ -43,8 +114,15 @@ export interface Kamailio {
 }
 
 /** Kamailio on loopback ports of its own, with deploy/kamailio/kamailio.cfg and the test database. */
-export const startKamailio = async (options: { readonly databaseUrl: string; readonly sipDomain: string; readonly trunkUri: string }) => {
-  const [sipPort, wsPort, rpcPort] = [await freePort(), await freePort(), await freePort()]
+export const startKamailio = async (options: {
+  readonly databaseUrl: string
+  readonly sipDomain: string
+  readonly trunkUri: string
+  readonly tls: TestCa
+  /** The media relay, and whether phones get SDES-SRTP from it. */
+  readonly rtpengine?: { readonly ngPort: number; readonly srtp: boolean }
+}) => {
+  const [sipPort, tlsPort, wsPort, wssPort, rpcPort] = [await freePort(), await freePort(), await freePort(), await freePort(), await freePort()]
   const dir = mkdtempSync(join(tmpdir(), "kamailio-"))
   const db = new URL(options.databaseUrl)
   if (db.port === "") db.port = "5432"
@@ -57,10 +135,19 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
     LISTEN_IP: "127.0.0.1",
     SIP_PORT: String(sipPort),
     WS_PORT: String(wsPort),
-    RPC_PORT: String(rpcPort)
+    RPC_PORT: String(rpcPort),
+    TLS_PORT: String(tlsPort),
+    WSS_PORT: String(wssPort),
+    TLS_CERT: JSON.stringify(options.tls.certFile),
+    TLS_KEY: JSON.stringify(options.tls.keyFile)
   }
   const args = ["-f", join(root, "deploy/kamailio/kamailio.cfg"), "-DD", "-E", "-w", dir, "-P", join(dir, "kamailio.pid"), "-m", "32", "-M", "8"]
   for (const [key, value] of Object.entries(defines)) args.push("-A", `${key}=${value}`)
+  args.push("-A", "WITH_TLS")
+  if (options.rtpengine !== undefined) {
+    args.push("-A", "WITH_RTPENGINE", "-A", `RTPENGINE_SOCK="udp:127.0.0.1:${options.rtpengine.ngPort}"`)
+    if (options.rtpengine.srtp) args.push("-A", "WITH_SRTP")
+  }
   const child = killOnExit(spawn("kamailio", args, {
     // As in deploy/kamailio's image: location.expires is written in local time, read as UTC.
     env: { ...process.env, PGOPTIONS: "-c search_path=kamailio,public", TZ: "UTC" },
@@ -85,7 +172,9 @@ export const startKamailio = async (options: { readonly databaseUrl: string; rea
   }
   return {
     sipPort,
+    tlsPort,
     wsPort,
+    wssPort,
     rpcUrl,
     log: () => output,
     pause: () => process.kill(-child.pid!, "SIGSTOP"),
@@ -121,6 +210,10 @@ export interface Account {
   readonly trunk?: boolean
   /** SIP port (TCP, UDP; TLS on the next one); phones take ephemeral ones. */
   readonly listenPort?: number
+  /** The CA the phone checks the server's TLS certificate against (transport `tls`). */
+  readonly caFile?: string
+  /** `srtp-mand`: SDES-SRTP only (what media_encryption "sdes" asks of a phone). */
+  readonly mediaenc?: "srtp-mand"
 }
 
 /**
@@ -151,18 +244,21 @@ export class Agent {
       "module_path /usr/lib/baresip/modules",
       "module opus.so",
       "module g711.so",
+      "module srtp.so",
       "module ausine.so",
       "module aufile.so",
       "module_app account.so",
       "module_app menu.so",
       "module_app ctrl_tcp.so",
       `ctrl_tcp_listen 127.0.0.1:${ctrlPort}`,
+      ...(account.caFile === undefined ? [] : [`sip_cafile ${account.caFile}`]),
       ""
     ].join("\n"))
     const outbound = `sip:127.0.0.1:${account.proxyPort};transport=${account.transport}`
+    const mediaenc = account.mediaenc === undefined ? "" : `;mediaenc=${account.mediaenc}`
     const params = account.trunk
       ? ";regint=0;answermode=auto"
-      : `;auth_pass=${account.password};outbound="${outbound}";answermode=auto;regint=60`
+      : `;auth_pass=${account.password};outbound="${outbound}";answermode=auto;regint=60${mediaenc}`
     writeFileSync(join(dir, "accounts"), `<sip:${account.username}@${account.domain};transport=${account.transport}>${params}\n`)
     const child = killOnExit(spawn("baresip", ["-f", dir], { stdio: ["ignore", "pipe", "pipe"] }))
     let output = ""
@@ -254,8 +350,13 @@ const md5 = (value: string) => createHash("md5").update(value).digest("hex")
  * subprotocol `sip`), answering the digest challenge. Resolves with the final status code; the
  * socket stays open (the registration lives on it) until `close`.
  */
-export const registerOverWebSocket = async (url: string, account: { readonly username: string; readonly password: string; readonly domain: string }) => {
-  const socket = new WebSocket(url, "sip")
+export const registerOverWebSocket = async (
+  url: string,
+  account: { readonly username: string; readonly password: string; readonly domain: string },
+  /** For wss: the CA that signed the server's certificate (checked, with the host name). */
+  ca?: string
+) => {
+  const socket = new WsSocket(url, "sip", ca === undefined ? {} : { ca })
   const host = `${randomUUID().slice(0, 8)}.invalid`
   const replies: Array<string> = []
   /** Calls this device was rung with and answered: the To it was rung as, and the REFER's target. */

@@ -4,7 +4,7 @@ import { PbxSandbox } from "../../src/telephony/Pbx.ts"
 import { addUser, cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, type Json, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { eventually, type Kamailio, registerOverWebSocket, startKamailio } from "./sip.ts"
+import { eventually, type Kamailio, makeTestCa, registerOverWebSocket, type Rtpengine, startKamailio, startRtpengine, type TestCa } from "./sip.ts"
 
 export type Adapter = "in-process" | "kamailio"
 
@@ -24,19 +24,42 @@ const kamailios = new WeakMap<RunningServer, Devices>()
  * The API on `adapter`: for `kamailio`, a Kamailio of its own (repository cfg, test database) and
  * PBX=kamailio; `env` is set until `close`.
  */
-export const startTelephony = async (adapter: Adapter, env: Record<string, string> = {}, options: { readonly trunkUri?: string } = {}) => {
+export const startTelephony = async (
+  adapter: Adapter,
+  env: Record<string, string> = {},
+  /** `media`: Kamailio relays media through an rtpengine of its own, phones on plain RTP or SDES-SRTP. */
+  options: { readonly trunkUri?: string; readonly media?: "none" | "sdes" } = {}
+) => {
   let kamailio: Kamailio | undefined
+  let tls: TestCa | undefined
+  let rtpengine: Rtpengine | undefined
   if (adapter === "kamailio") {
     const databaseUrl = process.env.DATABASE_URL
     if (databaseUrl === undefined) throw new Error("The Kamailio tests need PostgreSQL (DATABASE_URL): Kamailio reads the accounts there.")
-    kamailio = await startKamailio({ databaseUrl, sipDomain: SIP_DOMAIN, trunkUri: options.trunkUri ?? "sip:127.0.0.1:9;transport=tcp" })
+    tls = makeTestCa(SIP_DOMAIN)
+    try {
+      if (options.media !== undefined) rtpengine = await startRtpengine()
+      kamailio = await startKamailio({
+        databaseUrl,
+        sipDomain: SIP_DOMAIN,
+        trunkUri: options.trunkUri ?? "sip:127.0.0.1:9;transport=tcp",
+        tls,
+        ...(rtpengine === undefined ? {} : { rtpengine: { ngPort: rtpengine.ngPort, srtp: options.media === "sdes" } })
+      })
+    } catch (error) {
+      await rtpengine?.stop()
+      tls.remove()
+      throw error
+    }
     env = {
       ...env,
       PBX: "kamailio",
       SIP_DOMAIN,
       SIP_PUBLIC_HOST: "127.0.0.1",
       SIP_TCP_PORT: String(kamailio.sipPort),
-      SIP_WSS_URL: `ws://127.0.0.1:${kamailio.wsPort}/ws`,
+      SIP_TLS_PORT: String(kamailio.tlsPort),
+      ...(options.media === undefined ? {} : { SIP_MEDIA_ENCRYPTION: options.media }),
+      SIP_WSS_URL: `wss://127.0.0.1:${kamailio.wssPort}/ws`,
       KAMAILIO_RPC_URL: kamailio.rpcUrl,
       KAMAILIO_SELF_URI: `sip:127.0.0.1:${kamailio.sipPort}`
     }
@@ -59,6 +82,8 @@ export const startTelephony = async (adapter: Adapter, env: Record<string, strin
     await server?.close()
     restore()
     await kamailio?.stop()
+    await rtpengine?.stop()
+    tls?.remove()
     throw error
   }
   const devices = kamailio && { kamailio, sockets: new Map() }
@@ -67,15 +92,25 @@ export const startTelephony = async (adapter: Adapter, env: Record<string, strin
     server,
     adapter,
     kamailio,
-    /** The SIP host a company's credentials name, its TCP port and the browsers' WebSocket URL. */
+    rtpengine,
+    /** The run's CA (PBX=kamailio): what phones and browsers check Kamailio's certificate against. */
+    tls,
+    /** The SIP host a company's credentials name, its TCP and TLS ports and the browsers' WebSocket URL. */
     sip: (companyId: number, defaults: { readonly host: string; readonly tcpPort: number; readonly wssUrl: string }) =>
       kamailio === undefined
-        ? defaults
-        : { host: `c${companyId}.${SIP_DOMAIN}`, tcpPort: kamailio.sipPort, wssUrl: `ws://127.0.0.1:${kamailio.wsPort}/ws` },
+        ? { ...defaults, tlsPort: 5061 }
+        : {
+          host: `c${companyId}.${SIP_DOMAIN}`,
+          tcpPort: kamailio.sipPort,
+          tlsPort: kamailio.tlsPort,
+          wssUrl: `wss://127.0.0.1:${kamailio.wssPort}/ws`
+        },
     close: async () => {
       for (const list of devices?.sockets.values() ?? []) for (const socket of list) socket.close()
       await server.close()
       await kamailio?.stop()
+      await rtpengine?.stop()
+      tls?.remove()
       restore()
     }
   }
