@@ -1,20 +1,11 @@
 // Sends a message and receives its message.created event over pusher-js.
 //   API=http://localhost:8080 REALTIME=ws://localhost:8081 node examples/send-and-listen.mjs
-import Pusher from "pusher-js"
-import { API, call, keyAndData, newCompany, REALTIME } from "./lib.mjs"
+import { call, connect, keyAndData, newCompany } from "./lib.mjs"
 
 const company = await newCompany()
 const channel = (await call(company.token, "POST", "/v1/channels", { type: "msgr_a", provider: "sandbox", name: "Support" })).data
 
-const pusher = new Pusher(process.env.PUSHER_APP_KEY ?? "crm", {
-  cluster: "local",
-  wsHost: REALTIME.hostname,
-  wsPort: Number(REALTIME.port),
-  forceTLS: REALTIME.protocol === "wss:",
-  enabledTransports: ["ws"],
-  disableStats: true,
-  channelAuthorization: { transport: "ajax", endpoint: `${API}/v1/broadcasting/auth`, headers: { authorization: `Bearer ${company.token}` } }
-})
+const pusher = connect(company.token)
 try {
   const subscription = pusher.subscribe(`private-company.${company.id}`)
   await new Promise((resolve, reject) => {
