@@ -28,6 +28,7 @@ import { createCompany, startApp } from "./support/App.ts"
 import { benchDatabase, runLikeApp, runSql } from "./support/Database.ts"
 import { cpuMsOf, runBench, sleep, workspace } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 
 const RATES = (process.env.BENCH_AUTOMATION_RATES ?? "25,50,100,200,300,400").split(",").map(Number).filter((r) => r > 0)
 /** Evaluations timed per case (×10 for the unlistened key): raise it to profile the evaluation. */
@@ -189,6 +190,7 @@ const main = async () => {
       const admitted = summary(done.map((r) => new Date(r.admitted).getTime() - sentAt.get(Number(r.message_id))!))
       const toFirst = summary(done.map((r) => new Date(r.first).getTime() - new Date(r.admitted).getTime()))
       console.log(`  ${String(rate).padStart(9)} ${achieved.toFixed(0).padStart(10)} ${String(total).padStart(6)} ${String(done.length).padStart(6)} ${fmtMs(inS.p99)} ${fmtMs(last.p50).padStart(8)} ${fmtMs(last.p99).padStart(8)} ${fmtMs(last.max).padStart(8)}   admitted p50 ${fmtMs(admitted.p50)}, admitted→first step p50 ${fmtMs(toFirst.p50)}`)
+      recordResults("automations", { title: "Automations: inbound to the last step of both runs, against offered rate", x: "offered inbound/s", y: "latency ms", logY: true }, { "last step p50": [[rate, last.p50]], "last step p99": [[rate, last.p99]], "inbound request p99": [[rate, inS.p99]] }, { rate, achieved, total, done: done.length, inbound: inS, lastStep: last, baseCost, runCost })
       if (done.length === total && last.p99 <= 250 && achieved >= rate * 0.95) sustained = rate
       if (done.length < total || last.p99 > 5_000) break
       await sleep(1_000)

@@ -29,6 +29,7 @@ import { BatchOutbound } from "../src/messages/BatchOutbound.ts"
 import { createCompany, request, startServer } from "../test/support/TestServer.ts"
 import { query } from "../test/support/Sql.ts"
 import { autovacuumWarning } from "./support/Database.ts"
+import { recordResults } from "./support/Results.ts"
 
 process.env.LOG_LEVEL ??= "warn"
 process.env.SANDBOX_SENDS_PER_SECOND ??= "1000000"
@@ -287,5 +288,6 @@ console.log(`  bare loop, recipient rows only (claim, outcome): ${bareRate.toFix
 console.log(`  bare loop, the engine's statements (claim, BatchOutbound.deliver, outcome), one batch at a time: ${sameRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / sameRate).toFixed(2)}`)
 console.log(`  RSS: ${(rssBefore / 1e6).toFixed(0)} MB before the run, peak during the run ${(enginePeakRss / 1e6).toFixed(0)} MB (growth ${((enginePeakRss - rssBefore) / 1e6).toFixed(0)} MB)`)
 for (const line of pacing) console.log(`  pacing ${line}`)
+recordResults("broadcast", { title: `Broadcast of ${N} recipients: recipients final per second over the run`, x: "seconds since the run started", y: "recipients/s" }, { "recipients/s": (await db("SELECT floor(extract(epoch FROM sent_at - $2::timestamptz))::int AS s, count(*)::int AS n FROM broadcast_recipients WHERE run_id = $1 GROUP BY 1 ORDER BY 1", [runId, started])).map((r) => [r.s, r.n]) }, { recipients: N, engineRate, seconds, bareRate, sameRate, rssGrowthMb: (enginePeakRss - rssBefore) / 1e6, pacing })
 await server.close()
 process.exit(0)

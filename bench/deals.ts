@@ -25,6 +25,7 @@ import { runMigrations } from "../src/platform/Migrations.ts"
 import { benchDatabase, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 import { startInProcess } from "./support/App.ts"
 
 const DEALS = Number(process.env.BENCH_DEALS ?? 1_000_000)
@@ -196,6 +197,7 @@ const main = async () => {
       console.log("  plan of page 50:\n    " + sqlSamples.plan.join("\n    "))
       console.log(`  HTTP over baseline (p95): page 1 +${(first.p95 - baseline.p95).toFixed(2)} ms, page 50 +${(fifty.p95 - baseline.p95).toFixed(2)} ms`)
       const verdict = (ok: boolean) => (ok ? "met" : "MISSED")
+      recordResults("deals", { title: "Deals board: latency per probe", x: "percentile", y: "ms", logY: true }, Object.fromEntries(Object.entries({ "GET /v1/me": baseline, "list page 1": first, "list page 50": fifty, "stage move": moves }).map(([k, s]) => [k, [[50, s.p50], [95, s.p95], [99, s.p99]]])), { deals: DEALS, baseline, first, fifty, moves, sql: Object.fromEntries(Object.entries(sqlSamples.out).map(([k, v]) => [k, summary(v)])) })
       console.log(`  goals: list p95 ≤ 20 ms ${verdict(Math.max(first.p95, fifty.p95) <= 20)}; move p95 ≤ 10 ms ${verdict(moves.p95 <= 10)}`)
     } finally {
       await app.close()

@@ -23,6 +23,7 @@ import { ExportsRepo, messageColumns } from "../src/exports/Repo.ts"
 import { fileWriter } from "../src/exports/Writers.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { benchDatabase, runLikeApp } from "./support/Database.ts"
+import { recordResults } from "./support/Results.ts"
 
 const MESSAGES = Number(process.env.BENCH_EXPORTS_MESSAGES ?? 1_000_000)
 process.env.LOG_LEVEL ??= "warn"
@@ -102,6 +103,7 @@ const main = async () => {
     console.log(`COPY  ${MESSAGES} rows in ${copySeconds.toFixed(1)} s = ${Math.round(copyRate)} rows/s (psql to /dev/null)`)
     console.log(line("CSV", csv))
     console.log(line("XLSX", xlsx))
+    recordResults("exports", { title: `Exports of ${MESSAGES} messages: rows/s and RSS growth`, x: "rows/s", y: "RSS growth MB", scatter: true }, { CSV: [[csv.rowsPerSecond, csv.rssGrowthMb, "CSV"]], XLSX: [[xlsx.rowsPerSecond, xlsx.rssGrowthMb, "XLSX"]], COPY: [[copyRate, 0, "COPY"]] }, { messages: MESSAGES, copyRowsPerSecond: copyRate, csv, xlsx })
     console.log(`CSV / COPY = ${(csv.rowsPerSecond / copyRate).toFixed(2)} (goal ≥ 0.5); RSS growth CSV ${csv.rssGrowthMb.toFixed(0)} MB, XLSX ${xlsx.rssGrowthMb.toFixed(0)} MB (goal ≤ 100)`)
   } finally {
     rmSync(dir, { recursive: true, force: true })

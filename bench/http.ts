@@ -19,6 +19,7 @@ import { benchDatabase } from "./support/Database.ts"
 import { freePort, runBench, stop, workspace } from "./support/Processes.ts"
 import { summarizeProfile } from "./support/Profile.ts"
 import { rawRequest, responseReader } from "./support/RawHttp.ts"
+import { recordResults } from "./support/Results.ts"
 import { machine, percentile, tally } from "./support/Report.ts"
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64)
@@ -219,6 +220,7 @@ const main = async () => {
       }
     }
     if (PROFILE) summarizeProfile(profDir, { note: "whole process life", inclusiveByFile: true })
+    recordResults("http", { title: "HTTP: latency against the rate answered (64 connections, closed loop)", x: "answered req/s", y: "latency ms", logX: true, logY: true, scatter: true }, { [`${mode} p50`]: all.map(({ result }) => [result.rps, result.p50]), [`${mode} p99`]: all.map(({ label, result }) => [result.rps, result.p99, label]) }, { mode, rows: all })
   }
   if (failed) process.exitCode = 1
 }

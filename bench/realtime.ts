@@ -34,6 +34,7 @@ import { api, createCompany, startApp } from "./support/App.ts"
 import { benchDatabase } from "./support/Database.ts"
 import { root, runBench, sleep, workspace } from "./support/Processes.ts"
 import { machine, percentile } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 import { type ClientPool, openPool } from "./support/WsClients.ts"
 
 const APP_KEY = "bench-key"
@@ -116,6 +117,7 @@ const summary = (r: Result) => {
 
 const print = (r: Result) => {
   const s = summary(r)
+  recordResults("realtime", { title: `Realtime: time to the last of ${SOCKETS} sockets, event by event`, x: "event", y: "ms to the last socket", logY: true }, { [`${r.target} (${r.engine}, Node ${r.node})`]: r.times.map((t, i) => [i + 1, t]) }, { ...r, times: undefined, summary: s })
   console.log(
     `  ${r.target.padEnd(14)} ${r.engine.padEnd(14)} Node ${r.node.padEnd(9)} to the last of ${SOCKETS}: p50 ${s.p50.toFixed(1).padStart(7)} ms` +
       `  p99 ${s.p99.toFixed(1).padStart(7)} ms  max ${s.max.toFixed(1).padStart(7)} ms` +

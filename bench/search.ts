@@ -30,6 +30,7 @@ import { type SearchRequest, SearchRepo } from "../src/search/Repo.ts"
 import { benchDatabase, runLikeApp, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, summary } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 import { startInProcess } from "./support/App.ts"
 
 const MESSAGES = Number(process.env.BENCH_SEARCH_MESSAGES ?? 1_000_000)
@@ -212,7 +213,7 @@ const requestFor = (q: string): SearchRequest => ({
   timeoutMs: 2000
 })
 
-const measure = (url: string, companies: ReadonlyArray<{ readonly label: string; readonly id: number }>, probes: ReadonlyArray<Probe>) =>
+const measure = (url: string, companies: ReadonlyArray<{ readonly label: string; readonly id: number }>, probes: ReadonlyArray<Probe>, stage: string) =>
   runLikeApp(url, Effect.gen(function*() {
     const repo = yield* SearchRepo
     const sql = yield* SqlClient.SqlClient
@@ -238,6 +239,7 @@ const measure = (url: string, companies: ReadonlyArray<{ readonly label: string;
           samples.push(performance.now() - t0)
         }
         const s = summary(samples)
+        recordResults("search", { title: "Message search at 1M messages: p95 against matches", x: "matches", y: "p95 ms", scatter: true }, { [`${company.label}, ${stage}`]: [[n, s.p95, probe.name]] }, { company: company.label, stage, probe: probe.name, matches: n, ...s })
         rows.push(
           `  ${company.label.padEnd(22)} ${probe.name.padEnd(9)} ${String(n).padStart(7)} ${fmtMs(s.p50)} ${fmtMs(s.p95)} ${fmtMs(s.p99)} ${fmtMs(s.max)}`
         )
@@ -406,12 +408,12 @@ const main = async () => {
 
     console.log("\nSearchRepo.search (the endpoint's statements, one transaction each), vacuumed table:")
     console.log(header)
-    for (const row of await measure(url, companies, probes)) console.log(row)
+    for (const row of await measure(url, companies, probes, "vacuumed")) console.log(row)
 
     const pending = await addFresh(url, 5000)
     console.log(`\nthe same after 5,000 fresh messages, not vacuumed (GIN pending pages: ${pending < 0 ? "n/a" : pending}):`)
     console.log(header)
-    for (const row of await measure(url, companies, probes)) console.log(row)
+    for (const row of await measure(url, companies, probes, "5,000 fresh")) console.log(row)
     await runOn(url, Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       // Back to the generated data for the next runs. Without the foreign-key triggers: the

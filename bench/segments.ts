@@ -30,6 +30,7 @@ import type { ConditionInput, GroupLogic } from "../src/segments/Domain.ts"
 import { benchDatabase, runLikeApp, runOn } from "./support/Database.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, summary } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 
 const CONTACTS = Number(process.env.BENCH_SEGMENTS_CONTACTS ?? 1_000_000)
 const COMPANIES = Number(process.env.BENCH_SEGMENTS_COMPANIES ?? 100)
@@ -319,6 +320,7 @@ const main = async () => {
           `  ${mix.name.padEnd(30)} ${String(mine.count).padStart(8)}   ${fmtMs(sa.p50)} ${fmtMs(sa.p95)}   ${fmtMs(sb.p50)} ${fmtMs(sb.p95)}   ` +
             `${(sa.p95 / sb.p95).toFixed(2).padStart(9)}`
         )
+        recordResults("segments", { title: "Segment estimate counts: p95, compiled against hand-written SQL", x: "hand-written p95 ms", y: "compiled p95 ms", scatter: true }, { [mix.name]: [[sb.p95, sa.p95]] }, { mix: mix.name, members: mine.count, compiled: sa, hand: sb })
       }
     }).pipe(Effect.orDie))
   } finally {

@@ -29,6 +29,7 @@ import { cpuMsOf, runBench, sleep, workspace } from "./support/Processes.ts"
 import { countsBetween, pgCounter } from "./support/PgCounter.ts"
 import { summarizeProfile } from "./support/Profile.ts"
 import { rawRequest, responseReader } from "./support/RawHttp.ts"
+import { recordResults } from "./support/Results.ts"
 import { machine, percentile, tally } from "./support/Report.ts"
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10)
@@ -434,6 +435,7 @@ const main = async () => {
       const capacity = Math.max(...rows.map((r) => r.rps))
       const ratio = capacity / bare.rps
       console.log(`  app capacity (most sends/s answered at any rate) ${capacity.toFixed(0)} ÷ bare loop ${bare.rps.toFixed(0)} = ${ratio.toFixed(2)} (goal ≥ 0.5 ${ratio >= 0.5 ? "met" : "NOT met"})`)
+      recordResults("send", { title: "POST /v1/messages/send: latency against offered rate", x: "offered sends/s", y: "latency ms", logX: true, logY: true }, { [`${mode} p50`]: rows.map((r) => [r.target, r.p50]), [`${mode} p99`]: rows.map((r) => [r.target, r.p99]) }, { mode, rows, bare: { rps: bare.rps, p50: bare.p50, p99: bare.p99 }, capacity, ratio })
       for (const r of rows) {
         const non201 = [...r.statuses].filter(([s]) => s !== 201)
         if (non201.length > 0) {

@@ -17,6 +17,7 @@ import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 import { benchDatabase, runLikeApp } from "./support/Database.ts"
 import { machine } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 
 process.env.LOG_LEVEL ??= "warn"
 if (!process.env.DATABASE_URL) {
@@ -81,6 +82,7 @@ const main = Effect.gen(function*() {
   rows.push(["local entity call, 16 fibers", entity])
   console.log(`bench/unit-costs — ${machine()}, Node ${process.version}, ${COUNT} units per round, best of ${ROUNDS} rounds`)
   for (const [label, us] of rows) console.log(`  ${label.padEnd(44)} ${us.toFixed(0).padStart(6)} µs CPU`)
+  recordResults("unit-costs", { title: "CPU of one unit", x: "unit", y: "µs CPU", scatter: true }, { "µs CPU": rows.map(([label, us], i) => [i + 1, us, label]) }, { units: COUNT, rounds: ROUNDS, rows })
 })
 
 // A database of its own: the entity's runner writes its cluster tables there, and it is dropped at the end.

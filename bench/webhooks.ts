@@ -25,6 +25,7 @@ import { noticeChannel } from "../src/platform/Notices.ts"
 import { benchDatabase, pgLayer, runSql } from "./support/Database.ts"
 import { runBench, sleep, workspace } from "./support/Processes.ts"
 import { machine, summary } from "./support/Report.ts"
+import { recordResults } from "./support/Results.ts"
 
 const INTEGRATIONS = 20
 const BURST = Number(process.env.BENCH_BURST ?? 50_000)
@@ -276,6 +277,7 @@ const main = async () => {
     const a = summary(toRow)
     const b = summary(toAttempt)
     console.log(`  event → outbox row p50 ${a.p50} ms, p99 ${a.p99} ms; outbox row → first attempt p50 ${b.p50} ms, p99 ${b.p99} ms`)
+    recordResults("webhooks", { title: `Webhooks at ${RATE} events/s: commit to first attempt`, x: "percentile", y: "ms", logY: true }, { "commit → first attempt": [[50, l.p50], [95, l.p95], [99, l.p99]], "event → outbox row": [[50, a.p50], [99, a.p99]], "outbox row → first attempt": [[50, b.p50], [99, b.p99]] }, { burst: BURST, rate: RATE, seconds: SECONDS, steady: l, eventToRow: a, rowToAttempt: b })
 
     // 3. Outage
     const expected = BURST + steady + Math.round(OUTAGE_RATE * OUTAGE_S)

@@ -27,6 +27,7 @@ import { UserPhotosApi } from "./users/Api.ts"
 import { TemplatesApi } from "./templates/Api.ts"
 import { AutomationsApi } from "./automations/Api.ts"
 import { finishOpenApi } from "./platform/OpenApiDocument.ts"
+import { Catalog } from "./events/Catalog.ts"
 import { BroadcastClicksApi, BroadcastsApi } from "./broadcasts/Api.ts"
 
 export class Api extends HttpApi.make("crm")
@@ -68,6 +69,6 @@ export class Api extends HttpApi.make("crm")
     title: "Messaging and CRM Platform API",
     version: "1",
     description: "Multi-tenant messaging and CRM API. Success bodies are `{data: …}`; errors follow the contract's shapes.",
-    transform: finishOpenApi
+    transform: (document) => finishOpenApi(document, Catalog)
   }))
 {}

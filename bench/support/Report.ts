@@ -18,9 +18,9 @@ export const fmtMs = (value: number) => value.toFixed(2).padStart(7)
 export const tally = (statuses: Map<number, number>, status: number) => statuses.set(status, (statuses.get(status) ?? 0) + 1)
 
 /**
- * A fixed single-threaded loop (200,000 SHA-256 hashes of short strings), best of three, in ms. Every
- * session's machine has the same description and speeds have differed threefold between them, so a
- * figure is read against this loop's time on the machine that measured it.
+ * A fixed single-threaded loop (200,000 SHA-256 hashes of short strings), best of three, in ms. Machines of
+ * one description have differed threefold in speed, so a figure is read against this loop's time on the
+ * machine that measured it.
  */
 export const referenceLoopMs = () => {
   let best = Infinity
@@ -32,8 +32,14 @@ export const referenceLoopMs = () => {
   return best
 }
 
-/** CPU model, cores, memory and OS, and the reference loop's time, for the heading of a bench's output. */
+let machineLine: string | undefined
+
+/**
+ * CPU model, cores, memory and OS, and the reference loop's time, for the heading of a bench's output. Measured
+ * once per process: the results file of the run names the same loop time as its heading.
+ */
 export const machine = () => {
   const cpus = os.cpus()
-  return `${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, reference loop ${referenceLoopMs().toFixed(0)} ms`
+  machineLine ??= `${cpus[0]?.model ?? "?"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}, reference loop ${referenceLoopMs().toFixed(0)} ms`
+  return machineLine
 }

@@ -6,6 +6,7 @@ import { AuthErrors, NotFound, Unprocessable } from "../platform/Errors.ts"
 import {
   CreateIntegration,
   Integration,
+  IntegrationWithSecret,
   IntegrationId,
   IntegrationStatus,
   IntegrationType,
@@ -28,7 +29,7 @@ export class IntegrationsApi extends HttpApiGroup.make("integrations")
     }),
     HttpApiEndpoint.post("create", "/v1/integrations", {
       payload: CreateIntegration,
-      success: Data(Integration).pipe(HttpApiSchema.status(201)),
+      success: Data(IntegrationWithSecret).pipe(HttpApiSchema.status(201)),
       error: [...AuthErrors, Unprocessable]
     }),
     HttpApiEndpoint.get("summary", "/v1/integrations/summary", {
@@ -48,7 +49,7 @@ export class IntegrationsApi extends HttpApiGroup.make("integrations")
     HttpApiEndpoint.patch("update", "/v1/integrations/:integration", {
       params: Params,
       payload: UpdateIntegration,
-      success: Data(Integration),
+      success: Data(IntegrationWithSecret),
       error: [...AuthErrors, NotFound, Unprocessable]
     }),
     HttpApiEndpoint.delete("delete", "/v1/integrations/:integration", {

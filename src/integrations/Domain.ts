@@ -138,6 +138,16 @@ export const Integration = Schema.Struct({
   created_at: Schema.String,
   updated_at: Schema.String
 }).annotate({ identifier: "Integration" })
+
+/**
+ * The answer of a write that made the signing secret itself (none was given, or it was removed): the
+ * secret is shown this once, the way a token is at its creation, so the receiver can verify deliveries.
+ */
+export const IntegrationWithSecret = Schema.Struct({
+  ...Integration.fields,
+  signing_secret: Schema.optionalKey(Schema.String)
+}).annotate({ identifier: "IntegrationWithSecret" })
+export type IntegrationWithSecret = typeof IntegrationWithSecret.Type
 export type Integration = typeof Integration.Type
 
 export const LogEntry = Schema.Struct({

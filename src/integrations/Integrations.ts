@@ -10,6 +10,7 @@ import { Credentials } from "../providers/Credentials.ts"
 import {
   type CreateIntegration,
   type Integration,
+  type IntegrationWithSecret,
   type LogEntry,
   type Provider,
   SecretNames,
@@ -60,6 +61,12 @@ const mergeSecrets = (current: Secrets, input: SecretsInput | undefined, errors:
   return next
 }
 
+/** The integration, with the signing secret when this write made it (shown once; never read back). */
+const withMadeSecret = (integration: Integration, before: Secrets, after: Secrets, input: SecretsInput | undefined): IntegrationWithSecret =>
+  after.signingSecret !== undefined && after.signingSecret !== before.signingSecret && input?.signingSecret !== after.signingSecret
+    ? { ...integration, signing_secret: after.signingSecret }
+    : integration
+
 export const validateUrl = (url: string | undefined, allowHttp: boolean, field: string, errors: Errors) => {
   if (url === undefined || url.trim() === "") return add(errors, field, "The url field is required.")
   const parsed = URL.canParse(url) ? new URL(url) : null
@@ -103,8 +110,8 @@ const names = (secrets: Secrets) => SecretNames.filter((name) => secrets[name] !
 export class Integrations extends Context.Service<Integrations, {
   list(filter: { readonly type?: string; readonly status?: string }): Effect.Effect<ReadonlyArray<Integration>, Forbidden, CurrentActor>
   get(id: number): Effect.Effect<Integration, Forbidden | NotFound, CurrentActor>
-  create(input: CreateIntegration): Effect.Effect<Integration, Forbidden | Unprocessable, CurrentActor>
-  update(id: number, input: UpdateIntegration): Effect.Effect<Integration, Forbidden | NotFound | Unprocessable, CurrentActor>
+  create(input: CreateIntegration): Effect.Effect<IntegrationWithSecret, Forbidden | Unprocessable, CurrentActor>
+  update(id: number, input: UpdateIntegration): Effect.Effect<IntegrationWithSecret, Forbidden | NotFound | Unprocessable, CurrentActor>
   delete(id: number): Effect.Effect<void, Forbidden | NotFound, CurrentActor>
   logs(id: number, limit: number): Effect.Effect<ReadonlyArray<LogEntry>, Forbidden | NotFound, CurrentActor>
   readonly summary: Effect.Effect<ReadonlyArray<{ readonly type: string; readonly count: number }>, Forbidden, CurrentActor>
@@ -166,7 +173,7 @@ export class Integrations extends Context.Service<Integrations, {
           secretNames: names(secrets),
           now: yield* now
         })
-        return toIntegration(row)
+        return withMadeSecret(toIntegration(row), {}, secrets, input.secrets)
       })
 
       const update = Effect.fn("Integrations.update")(function*(id: number, input: UpdateIntegration) {
@@ -190,7 +197,7 @@ export class Integrations extends Context.Service<Integrations, {
             ...(input.secrets === undefined ? {} : { secrets: { bytes: credentials.encrypt(company.id, secrets), names: names(secrets) } }),
             now: yield* now
           }, current.status !== "active" && status === "active")
-          return toIntegration(row)
+          return withMadeSecret(toIntegration(row), stored, secrets, input.secrets)
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       })
 

@@ -3,6 +3,7 @@ import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } fr
 import { HttpApiError } from "effect/http-api"
 import { SqlError } from "effect/sql"
 import { randomUUID } from "node:crypto"
+import { compressed } from "./Compression.ts"
 import * as Errors from "./Errors.ts"
 import { inspectRequest } from "./InputHygiene.ts"
 import { loggablePath, log } from "./Logging.ts"
@@ -295,7 +296,7 @@ export const KernelMiddleware = HttpRouter.middleware((httpEffect) =>
       Effect.catchCause((cause) => render(cause, requestId))
     )
     state.headers["x-request-id"] = requestId
-    const final = HttpServerResponse.setHeaders(jsonRefusal(request, response), state.headers)
+    const final = yield* compressed(request.headers["accept-encoding"], HttpServerResponse.setHeaders(jsonRefusal(request, response), state.headers))
     observeRequest(request.method, routeTemplate(request.url), final.status, (performance.now() - started) / 1000)
     if (log.isLevelEnabled("info")) {
       log.info({

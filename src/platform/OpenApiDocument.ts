@@ -6,8 +6,12 @@
  *   with a body, 429 with `Retry-After` and `X-RateLimit-*` on authenticated ones, `X-Request-Id`
  *   on every response;
  * - no ±2^53 bounds on integers (ids are plain integers);
- * - a server entry, relative to wherever the document is served.
+ * - a server entry, relative to wherever the document is served;
+ * - no repeated `anyOf` members, an example on every operation, and the events as `webhooks`
+ *   (`OpenApiExamples.ts`).
  */
+
+import { addExamples, dedupeBranches, eventEnvelopeSchema, type EventKey, webhooksOf } from "./OpenApiExamples.ts"
 
 type Json = Record<string, any>
 
@@ -74,9 +78,10 @@ const dropSafeIntegerBounds = (node: unknown): void => {
   for (const value of Object.values(object)) dropSafeIntegerBounds(value)
 }
 
-/** The transform itself: takes the generated document and returns the finished one. */
-export const finishOpenApi = (document: Json): Json => {
+/** The transform itself: takes the generated document and returns the finished one, with `events` as its webhooks. */
+export const finishOpenApi = (document: Json, events: ReadonlyArray<EventKey> = []): Json => {
   const doc: Json = structuredClone(document)
+  dedupeBranches(doc)
   doc.servers = doc.servers ?? [{ url: "/", description: "This server" }]
   doc.components = doc.components ?? {}
   doc.components.headers = { ...components.headers, ...doc.components.headers }
@@ -106,5 +111,10 @@ export const finishOpenApi = (document: Json): Json => {
     }
   }
   dropSafeIntegerBounds(doc)
+  addExamples(doc)
+  if (events.length > 0) {
+    doc.components.schemas.EventEnvelope = eventEnvelopeSchema
+    doc.webhooks = webhooksOf(events)
+  }
   return doc
 }

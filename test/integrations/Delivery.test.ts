@@ -119,6 +119,41 @@ describe("webhook delivery", () => {
     }
   })
 
+  it("shows a signing secret it made once, at the write that made it; deliveries verify with it; other companies see nothing", async () => {
+    const r = await fresh()
+    try {
+      const company = await createCompany(server)
+      const other = await createCompany(server)
+      const made = await createWebhook(server, company.token, { ...webhookBody(r.url), secrets: {} })
+      assert.match(made.signing_secret, /^whsec_[A-Za-z0-9+/]{43}=$/)
+      assert.isTrue(made.credential.secrets.signingSecret)
+      const read = await integration(company.token, made.id)
+      assert.isUndefined(read.signing_secret)
+      assert.notInclude(JSON.stringify(read), made.signing_secret)
+      assert.strictEqual((await request(server, "GET", `/v1/integrations/${made.id}`, { token: other.token })).status, 404)
+      // A secret the client chose is never echoed back.
+      assert.isUndefined((await createWebhook(server, other.token, webhookBody(`${r.url}/own`))).signing_secret)
+
+      await emitEvent(server, company.id, "message.created", { message: { id: 3 }, channel_id: 1, conversation_id: 1 })
+      await waitFor("the delivery", () => (r.received.length >= 1 ? true : undefined))
+      const delivered = r.received[0]
+      assert.strictEqual((new Webhook(made.signing_secret).verify(delivered.body, delivered.headers as Record<string, string>) as any).company_id, company.id)
+
+      // Removing the secret makes a new one, shown once again; keeping it shows nothing.
+      const renamed = await request(server, "PATCH", `/v1/integrations/${made.id}`, { token: company.token, body: { name: "Renamed" } })
+      assert.isUndefined(renamed.body.data.signing_secret)
+      const rotated = await request(server, "PATCH", `/v1/integrations/${made.id}`, { token: company.token, body: { secrets: { signingSecret: null } } })
+      assert.strictEqual(rotated.status, 200)
+      assert.match(rotated.body.data.signing_secret, /^whsec_/)
+      assert.notStrictEqual(rotated.body.data.signing_secret, made.signing_secret)
+      const foreign = await request(server, "PATCH", `/v1/integrations/${made.id}`, { token: other.token, body: { secrets: { signingSecret: null } } })
+      assert.strictEqual(foreign.status, 404)
+      assert.isUndefined(foreign.body.signing_secret)
+    } finally {
+      await r.close()
+    }
+  })
+
   it("adds bearer and basic Authorization headers", async () => {
     const r = await fresh()
     try {
