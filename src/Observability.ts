@@ -13,7 +13,8 @@ import { RealtimeGateway } from "./realtime/Gateway.ts"
  * never shows it. Queue depths and ages are read from PostgreSQL at scrape time, so every runner
  * reports the cluster's figures; request, send and socket figures are this process's own.
  */
-const metricsPort = Config.Port("METRICS_PORT").pipe(Config.withDefault(9464))
+// Config.Port refuses 0, which here means "no metrics server".
+const metricsPort = Config.Int("METRICS_PORT").pipe(Config.withDefault(9464))
 
 const jobsPending = scrapedGauge("jobs_pending", "Jobs queued or running, by kind and status (cluster-wide)")
 const jobsAge = scrapedGauge("jobs_oldest_age_seconds", "Age of the oldest due job, by kind and status (cluster-wide)")

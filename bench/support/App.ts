@@ -43,6 +43,7 @@ export const startApp = async (ws: Workspace, options: AppOptions): Promise<AppP
     PORT: String(port),
     REALTIME_PORT: String(realtimePort),
     RUNNER_PORT: String(await freePort()),
+    METRICS_PORT: process.env.METRICS_PORT ?? "0",
     HOST: "127.0.0.1",
     PLATFORM_API_KEY: platformKey,
     RATE_LIMIT_PER_WINDOW: String(RATE_LIMIT_PER_WINDOW),

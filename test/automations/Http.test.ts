@@ -97,7 +97,7 @@ describe("automations over HTTP", () => {
     await expect422({ ...chain([actionNode("a", "add-tag", { tag_id: 1 })]), triggers: [trigger("message.created", { conditions: [{ type: "text_matches", value: "(a+)+$" }] })] }, "triggers.0.conditions.0.value", /repeat/)
     await expect422({ ...chain([actionNode("a", "add-tag", { tag_id: 1 })]), triggers: [trigger("message.created", { conditions: [{ type: "text_matches", value: "x".repeat(201) }] })] }, "triggers.0.conditions.0.value")
     await expect422({ ...chain([actionNode("h", "http-request", { url: "ftp://x" })]) }, "nodes.1.data")
-    await expect422({ ...chain([actionNode("n", "notify-user", { user_id: 1, message: "x".repeat(20_000) })]) }, "nodes.1.data", /16 KB/)
+    await expect422({ ...chain([actionNode("n", "notify-user", { user_id: 1, message: "x".repeat(20_000) })]) }, "nodes.1.data.message", /4096/)
     await expect422({ ...chain([actionNode("s", "msgr_a-send-message", { voice_mode: "upload" })]) }, "nodes.1.data")
     await expect422({ ...chain([actionNode("as", "assign-conversation", { user_id: 1, team_id: 2 })]) }, "nodes.1.data", /exactly one/)
 

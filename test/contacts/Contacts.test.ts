@@ -341,8 +341,8 @@ describe("lookup, channel options and identifiers", () => {
       { phone: "+14155550123" },
       { channel_type: "msgr_b" },
       { username: "   " },
-      { phone: "x".repeat(300) },
-      { external_id: "y".repeat(300) },
+      { phone: "x".repeat(255) },
+      { external_id: "y".repeat(255) },
       { phone: "+14155550199" }
     ]
     const res = await request(server, "POST", "/v1/contacts/resolve-identifiers", { token: company.token, body: { identifiers } })
@@ -367,6 +367,7 @@ describe("lookup, channel options and identifiers", () => {
       { identifiers: Array.from({ length: 501 }, () => ({ phone: "+14155550123" })) },
       { identifiers: [{ phone: 14155550123 }] },
       { identifiers: [{ username: "kit", channel_type: "fax" }] },
+      { identifiers: [{ external_id: "y".repeat(256) }] },
       {}
     ]) {
       const refused = await request(server, "POST", "/v1/contacts/resolve-identifiers", { token: company.token, body })

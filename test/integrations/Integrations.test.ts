@@ -26,8 +26,9 @@ describe("webhook integrations", () => {
     })
     assert.deepStrictEqual(Object.keys(created).sort(), [
       "company_id", "created_at", "credential", "external_entities", "funnel_mappings", "health", "id", "mappings", "name",
-      "settings", "status", "type", "updated_at"
+      "settings", "signing_secret", "status", "type", "updated_at"
     ])
+    assert.match(created.signing_secret, /^whsec_/)
     assert.deepStrictEqual([created.name, created.type, created.status, created.company_id], ["Orders", "webhook", "active", company.id])
     assert.deepStrictEqual(created.settings, {
       url,
@@ -43,18 +44,19 @@ describe("webhook integrations", () => {
       concurrency: 4
     })
     assert.deepStrictEqual(created.health, { last_success_at: null, last_failure_at: null, last_error: null, consecutive_failures: 0 })
-    // The signing secret was generated; no value travels back.
+    // The signing secret was generated: its value travels back once, in this answer, and never again.
     assert.deepStrictEqual(created.credential.secrets, { signingSecret: true, bearerToken: true, basicUsername: false, basicPassword: false })
     assert.strictEqual(created.credential.rotated_at, null)
     assert.deepStrictEqual([created.external_entities, created.mappings, created.funnel_mappings], [[], [], []])
     assert.notInclude(JSON.stringify(created), "tok-1")
-    assert.notInclude(JSON.stringify(created), "whsec_")
     // Encrypted at rest: the stored bytes do not contain the token.
     const [stored] = await query<{ secrets: Uint8Array }>(server, "SELECT secrets FROM integrations WHERE id = $1", [created.id])
     assert.notInclude(Buffer.from(stored.secrets).toString("latin1"), "tok-1")
 
     const got = await request(server, "GET", `/v1/integrations/${created.id}`, { token: company.token })
-    assert.deepStrictEqual([got.status, got.body.data], [200, created])
+    const { signing_secret: _shownOnce, ...stored_ } = created
+    assert.deepStrictEqual([got.status, got.body.data], [200, stored_])
+    assert.notInclude(JSON.stringify(got.body), "whsec_")
 
     const second = await createWebhook(server, company.token, { ...webhookBody(url), status: "disabled" })
     const all = await request(server, "GET", "/v1/integrations", { token: company.token })
