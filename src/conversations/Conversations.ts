@@ -123,11 +123,12 @@ export class Conversations extends Context.Service<Conversations, {
       const updated = (companyId: CompanyId, id: number, before: Before, changes: ReadonlyArray<string>, userId: number, extra: object) =>
         events.emit(companyId, "conversation.updated", { ...subject(id, before), changes, by_user_id: userId, ...extra })
 
+      // Another company's conversation is 404 whatever the body says: the rules of the body are checked once it is found.
       const assign = Effect.fn("Conversations.assign")(function*(id: number, input: AssignInput) {
-        if (input.assignee_id === undefined && input.team_id === undefined) {
-          return yield* invalidField("assignee_id", "The assignee id or team id field is required.")
-        }
         return yield* changing(id, Effect.fnUntraced(function*({ before, companyId, now, userId }) {
+          if (input.assignee_id === undefined && input.team_id === undefined) {
+            return yield* invalidField("assignee_id", "The assignee id or team id field is required.")
+          }
           const assignee = input.assignee_id === undefined ? before.assigned_user_id : input.assignee_id
           const team = input.team_id === undefined ? before.assigned_team_id : input.team_id
           if (assignee !== null && assignee !== before.assigned_user_id) {
@@ -160,8 +161,8 @@ export class Conversations extends Context.Service<Conversations, {
       })
 
       const setStatus = Effect.fn("Conversations.setStatus")(function*(id: number, input: StatusInput) {
-        const until = yield* snoozeTime(input)
         return yield* changing(id, Effect.fnUntraced(function*({ before, companyId, now, userId }) {
+          const until = yield* snoozeTime(input)
           if (until !== null && until.getTime() <= now.getTime()) {
             return yield* invalidField("snoozed_until", "The snoozed until field must be a date in the future.")
           }

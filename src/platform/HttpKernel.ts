@@ -258,7 +258,9 @@ const jsonRefusal = (request: HttpServerRequest.HttpServerRequest, response: Htt
   if (response.status < 400 || response.status === 499 || request.method === "HEAD" || isJsonBody(response)) return response
   if (response.body._tag === "Stream") return response
   const message = refusalMessages[response.status] ?? "The request was refused."
-  return HttpServerResponse.jsonUnsafe({ message }, { status: response.status, headers: response.headers })
+  // The refusal's own headers (Allow, Retry-After) stay; its content type is the body's, now JSON.
+  const { "content-type": _type, "content-length": _length, ...headers } = response.headers
+  return HttpServerResponse.jsonUnsafe({ message }, { status: response.status, headers })
 }
 
 // The router's typing wants middleware to leave errors it was not told about;
