@@ -9,7 +9,8 @@ describe("free-form objects are capped at 16 KB", () => {
   it("refuses deal custom_fields over 16 KB as JSON with 422 on the field, and stores one under it", async () => {
     const company = await createCompany(server)
     const { contact } = await dealSetup(server, company.token)
-    const big = { notes: "щ".repeat(8_200) }
+    // 16.4 KB of two-byte characters, in strings each within the 4,096 characters of a free-form string.
+    const big = { a: "щ".repeat(4_000), b: "щ".repeat(4_000), c: "щ".repeat(200) }
     const refused = await request(server, "POST", "/v1/deals", { token: company.token, body: { title: "Big", contact_id: contact.id, custom_fields: big } })
     assert.strictEqual(refused.status, 422)
     assert.deepStrictEqual(refused.body.errors, { custom_fields: ["The custom fields field must be at most 16 KB as JSON."] })
