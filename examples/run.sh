@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 work="$(mktemp -d)"
 port="${EXAMPLES_PORT:-18780}"
 realtime="${EXAMPLES_REALTIME_PORT:-18781}"
-DATA_DIR="$work/data" PORT="$port" REALTIME_PORT="$realtime" HOST=127.0.0.1 \
+# METRICS_PORT=0: the examples need no metrics server, and another process may hold its default port.
+DATA_DIR="$work/data" PORT="$port" REALTIME_PORT="$realtime" METRICS_PORT=0 HOST=127.0.0.1 \
   WEBHOOK_ALLOW_HTTP=true WEBHOOK_ALLOW_PRIVATE=true \
   node_modules/.bin/node --import tsx src/main.ts >"$work/server.log" 2>&1 &
 server=$!

@@ -42,6 +42,7 @@ const main = async () => {
     HOST: "127.0.0.1",
     PORT: String(port),
     REALTIME_PORT: String(realtimePort),
+    METRICS_PORT: "0",
     DATA_DIR: dataDir,
     PLATFORM_API_KEY: platformKey,
     LOG_LEVEL: "warn",
