@@ -3,7 +3,7 @@ import { writeFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import { afterAll, beforeAll } from "vitest"
 import { request } from "../support/TestServer.ts"
-import { Agent, type Rtpengine, eventually, parseProvisioningUri } from "./sip.ts"
+import { Agent, type Rtpengine, eventually, parseProvisioningUri, relayedLegs } from "./sip.ts"
 import { base, enable, person, startTelephony, telephonyCompany } from "./support.ts"
 
 /**
@@ -46,19 +46,6 @@ const deskPhone = async (token: string, userId: number) => {
   return { agent, domain: uri.host }
 }
 
-/** Each side of the relayed call (`list sessions <call-id>`): its media's protocol, relay port, RTP packets received. */
-const relayedLegs = async () => {
-  const all = await rtpengine.cli("list sessions all")
-  const callIds = [...all.matchAll(/callid:\s+(\S+)/g)].map((m) => m[1])
-  assert.strictEqual(callIds.length, 1, all)
-  const session = await rtpengine.cli(`list sessions ${callIds[0]}`)
-  return session.split(/^--- Tag /m).slice(1).map((leg) => {
-    const rtp = /^-+ Port\s+127\.0\.0\.1:(\d+) <>\s+127\.0\.0\.1:(\d+)\s*, SSRC \S+, (\d+) p/m.exec(leg)
-    assert.isNotNull(rtp, session)
-    return { protocol: /audio over (\S+)\)/.exec(leg)?.[1], relayPort: Number(rtp![1]), phonePort: Number(rtp![2]), packets: Number(rtp![3]) }
-  })
-}
-
 /** Alice (at `extension`) and Bob of a new company, each with a registered desk phone. */
 const twoDeskPhones = async (extension: string) => {
   const company = await telephonyCompany(telephony.server)
@@ -79,7 +66,7 @@ describe("media relay (rtpengine)", () => {
     await b.agent.waitFor("bob's call established", (e) => e.type === "CALL_ESTABLISHED")
     // Both legs on RTP/SAVP at the relay, and audio arriving at the relay from both phones.
     const legs = await eventually("audio from both phones at the relay", async () => {
-      const legs = await relayedLegs()
+      const legs = await relayedLegs(rtpengine)
       return legs.length === 2 && legs.every((leg) => leg.packets >= 50) ? legs : undefined
     })
     assert.deepStrictEqual(legs.map((leg) => leg.protocol), ["RTP/SAVP", "RTP/SAVP"])
@@ -109,7 +96,7 @@ describe("media relay (rtpengine)", () => {
       // that can be later than the phones' CALL_ESTABLISHED.
       await new Promise((resolve) => setTimeout(resolve, 1000))
       const legs = await eventually("audio from both phones at the relay", async () => {
-        const legs = await relayedLegs()
+        const legs = await relayedLegs(rtpengine)
         return legs.length === 2 && legs.every((leg) => leg.packets > 0) ? legs : undefined
       })
       calls.push({ setupMs: established.at! - dialled, packets: legs.map((leg) => leg.packets) })

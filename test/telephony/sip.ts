@@ -1,5 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { createHash, randomUUID } from "node:crypto"
+import { createSocket } from "node:dgram"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Socket, connect } from "node:net"
 import { tmpdir } from "node:os"
@@ -79,7 +80,7 @@ export const startRtpengine = async (): Promise<Rtpengine> => {
   const min = 30_000 + 2 * Math.floor(Math.random() * 10_000)
   const child = killOnExit(spawn("rtpengine", [
     "--config-file=none", "-f", "-E", "-t", "-1", "-i", "127.0.0.1", "-n", `127.0.0.1:${ngPort}`,
-    "-c", `127.0.0.1:${cliPort}`, "-m", String(min), "-M", String(min + 199), "-L", "5", "--delete-delay=0"
+    "-c", `127.0.0.1:${cliPort}`, "-m", String(min), "-M", String(min + 199), "-L", "6", "--delete-delay=0"
   ], { stdio: ["ignore", "pipe", "pipe"] }))
   let output = ""
   child.stdout!.on("data", (chunk) => output = (output + chunk).slice(-50_000))
@@ -98,6 +99,54 @@ export const startRtpengine = async (): Promise<Rtpengine> => {
     return cli("list totals").then((answer) => answer.includes("Total") || undefined, () => undefined)
   })
   return { ngPort, cli, log: () => output, stop: () => stopChild(child, 3000) }
+}
+
+/** One side of a relayed call as rtpengine lists it: its media's protocol, relay and phone addresses, packets and errors received. */
+export interface RelayedLeg {
+  readonly protocol: string | undefined
+  readonly relayPort: number
+  readonly phoneAddress: string
+  readonly phonePort: number
+  readonly packets: number
+  readonly errors: number
+}
+
+/** The legs of the one call the relay holds (`list sessions <call-id>`), caller's first. */
+export const relayedLegs = async (rtpengine: Rtpengine): Promise<ReadonlyArray<RelayedLeg>> => {
+  const all = await rtpengine.cli("list sessions all")
+  const callIds = [...all.matchAll(/callid:\s+(\S+)/g)].map((m) => m[1])
+  if (callIds.length !== 1) throw new Error(`expected one call at the relay:\n${all}`)
+  const session = await rtpengine.cli(`list sessions ${callIds[0]}`)
+  return session.split(/^--- Tag /m).slice(1).map((leg) => {
+    const rtp = /^-+ Port\s+127\.0\.0\.1:(\d+) <>\s+([0-9a-f.:]+?):(\d+)\s*, SSRC \S+, (\d+) p, \d+ b, (\d+) e/m.exec(leg)
+    if (rtp === null) throw new Error(`no media port in the relay's session:\n${session}`)
+    return {
+      protocol: /audio over (\S+)\)/.exec(leg)?.[1],
+      relayPort: Number(rtp[1]),
+      phoneAddress: rtp[2],
+      phonePort: Number(rtp[3]),
+      packets: Number(rtp[4]),
+      errors: Number(rtp[5])
+    }
+  })
+}
+
+/** `count` packets with an RTP header, from a socket of their own, to `port` on loopback: the socket's port. */
+export const injectRtp = async (port: number, count = 25) => {
+  const socket = createSocket("udp4")
+  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve))
+  const packet = Buffer.alloc(172, 0x55)
+  packet.writeUInt16BE(0x806f, 0)
+  packet.writeUInt32BE(0xbadc0de, 8)
+  for (let i = 0; i < count; i++) {
+    packet.writeUInt16BE(i, 2)
+    packet.writeUInt32BE(i * 960, 4)
+    await new Promise((resolve) => socket.send(packet, port, "127.0.0.1", resolve))
+    await sleep(20)
+  }
+  const from = socket.address().port
+  socket.close()
+  return from
 }
 
 export interface Kamailio {
@@ -223,6 +272,8 @@ export interface Account {
  */
 export class Agent {
   readonly events: Array<AgentEvent> = []
+  /** Answers to `ask`, by token. */
+  private readonly answers = new Map<string, string>()
   private constructor(
     private readonly child: ChildProcess,
     private readonly control: Socket,
@@ -303,8 +354,9 @@ export class Agent {
         if (buffer.length < colon + 1 + length + 1) return
         const body = buffer.slice(colon + 1, colon + 1 + length)
         buffer = buffer.slice(colon + 1 + length + 1)
-        const message = JSON.parse(body) as AgentEvent & { readonly event?: boolean }
+        const message = JSON.parse(body) as AgentEvent & { readonly event?: boolean; readonly response?: boolean; readonly token?: string; readonly data?: string }
         if (message.event) agent.events.push({ ...message, at: Date.now() })
+        if (message.response && message.token !== undefined) agent.answers.set(message.token, message.data ?? "")
       }
     })
     control.on("error", () => {})
@@ -318,9 +370,18 @@ export class Agent {
     })
   }
 
-  command(command: string, params = "") {
-    const body = JSON.stringify({ command, params, token: String(Date.now()) })
+  command(command: string, params = "", token = String(Date.now())) {
+    const body = JSON.stringify({ command, params, token })
     this.control.write(`${Buffer.byteLength(body)}:${body},`)
+  }
+
+  /** A command's answer (what the console would print), e.g. `callstat`. */
+  async ask(command: string, params = "") {
+    const token = randomUUID()
+    this.command(command, params, token)
+    const answer = await eventually(`baresip's answer to ${command}`, () => this.answers.get(token))
+    this.answers.delete(token)
+    return answer
   }
 
   async stop() {
