@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { afterAll, beforeAll } from "vitest"
+import { afterAll } from "vitest"
 import { whenAvailable } from "../support/Requires.ts"
 import { request } from "../support/TestServer.ts"
 import { type Browser, type BrowserCredentials, startBrowser } from "./browser.ts"
-import { Agent, eventually, injectRtp, parseProvisioningUri, relayedLegs, type Rtpengine } from "./sip.ts"
-import { base, enable, kamailioNeeds, person, startTelephony, telephonyCompany } from "./support.ts"
+import { type Agent, eventually, injectRtp, relayedLegs } from "./sip.ts"
+import { base, deskPhone, enable, kamailioNeeds, person, relayedTelephony, telephonyCompany } from "./support.ts"
 
 /**
  * A browser softphone meets a desk phone (PBX=kamailio, rtpengine, media_encryption "sdes"): JsSIP in
@@ -15,48 +15,19 @@ import { base, enable, kamailioNeeds, person, startTelephony, telephonyCompany }
 const needs = { ...kamailioNeeds, programs: [...kamailioNeeds.programs, "rtpengine", "chromium"] }
 
 whenAvailable(needs, "browser softphone to desk phone", () => describe("browser softphone to desk phone (Chromium, JsSIP, rtpengine)", () => {
-  let telephony: Awaited<ReturnType<typeof startTelephony>>
-  let rtpengine: Rtpengine
-  const agents: Array<Agent> = []
+  const relayed = relayedTelephony("sdes")
   const browsers: Array<Browser> = []
+  afterAll(() => Promise.all(browsers.map((browser) => browser.close())))
 
-  beforeAll(async () => {
-    telephony = await startTelephony("kamailio", {}, { media: "sdes" })
-    rtpengine = telephony.rtpengine!
-  }, 60_000)
-
-  afterAll(async () => {
-    await Promise.all([...agents.map((agent) => agent.stop()), ...browsers.map((browser) => browser.close())])
-    await telephony?.close()
-  })
-
-  const server = () => telephony.server
-
-  /** A desk phone of `userId` set up from the native credentials: TLS, SRTP as media_encryption says. */
-  const deskPhone = async (token: string, userId: number) => {
-    const res = await request(server(), "GET", `${base}/${userId}/telephony/credentials`, { token })
-    assert.strictEqual(res.status, 200)
-    const uri = parseProvisioningUri(res.body.data.provisioning_uri)
-    const agent = await Agent.start({
-      username: uri.username,
-      password: uri.password,
-      domain: uri.host,
-      proxyPort: res.body.data.tls_port,
-      transport: "tls",
-      caFile: telephony.tls!.caFile,
-      mediaenc: "srtp-mand"
-    })
-    agents.push(agent)
-    await agent.waitFor("REGISTER_OK", (e) => e.type === "REGISTER_OK")
-    return agent
-  }
+  const server = () => relayed().server
+  const rtpengine = () => relayed().rtpengine
 
   /** The browser softphone of the member behind `token`, registered with its own browser profile. */
   const browserPhone = async (token: string) => {
     const res = await request(server(), "GET", "/v1/softphone/credentials", { token })
     assert.strictEqual(res.status, 200, JSON.stringify(res.body))
     const credentials = res.body.data as BrowserCredentials
-    const browser = await startBrowser(telephony.tls!)
+    const browser = await startBrowser(relayed().tls!)
     browsers.push(browser)
     assert.strictEqual(await browser.register(credentials), "registered", browser.console())
     return { browser, credentials }
@@ -71,7 +42,9 @@ whenAvailable(needs, "browser softphone to desk phone", () => describe("browser 
     await enable(server(), company.adminToken, bob.id)
     const ext = await request(server(), "POST", `${base}/${alice.id}/telephony/extension`, { token: company.adminToken, body: { extension } })
     assert.strictEqual(ext.status, 200)
-    return { company, alice, bob, desk: await deskPhone(company.adminToken, alice.id) }
+    const desk = await deskPhone(relayed(), company.adminToken, alice.id)
+    assert.strictEqual(desk.mediaEncryption, "sdes")
+    return { company, alice, bob, desk: desk.agent }
   }
 
   /** Until the browser's log has a line matching `pattern`; the page's console in the failure. */
@@ -98,7 +71,7 @@ whenAvailable(needs, "browser softphone to desk phone", () => describe("browser 
       return stats.packetsReceived >= 50 ? stats : undefined
     }, 15_000)
     const legs = await eventually("audio from both phones at the relay", async () => {
-      const legs = await relayedLegs(rtpengine)
+      const legs = await relayedLegs(rtpengine())
       return legs.length === 2 && legs.every((leg) => leg.packets >= 50) ? legs : undefined
     }, 15_000)
     return { company, alice, bob, desk, browser, credentials, answered, stats, legs }
@@ -133,7 +106,7 @@ whenAvailable(needs, "browser softphone to desk phone", () => describe("browser 
     await browser.hangup()
     await desk.waitFor("the call to end", (e) => e.type === "CALL_CLOSED")
     await browserSaw(browser, "the browser's call ended", / ended: /)
-    await eventually("the relay session deleted", async () => /callid:/.test(await rtpengine.cli("list sessions all")) ? undefined : true)
+    await eventually("the relay session deleted", async () => /callid:/.test(await rtpengine().cli("list sessions all")) ? undefined : true)
   }, 90_000)
 
   it("company B's browser reaches neither company A's extensions nor the media of A's call", async () => {
@@ -159,13 +132,13 @@ whenAvailable(needs, "browser softphone to desk phone", () => describe("browser 
     for (const leg of a.legs) {
       await injectRtp(leg.relayPort)
       const discarded = new RegExp(`port ${leg.relayPort}\\]: \\[core\\] Discarded invalid SRTP packet: authentication failed`)
-      await eventually(`the relay discarding packets sent to ${leg.relayPort}`, () => discarded.test(rtpengine.log()) || undefined)
+      await eventually(`the relay discarding packets sent to ${leg.relayPort}`, () => discarded.test(rtpengine().log()) || undefined)
         .catch((error: Error) => {
-          throw new Error(`${error.message}:\n${rtpengine.log().slice(-4000)}`)
+          throw new Error(`${error.message}:\n${rtpengine().log().slice(-4000)}`)
         })
     }
     // A's call goes on between its own phones.
-    const after = await relayedLegs(rtpengine)
+    const after = await relayedLegs(rtpengine())
     assert.deepStrictEqual(after.map((leg) => [leg.phoneAddress, leg.phonePort]), a.legs.map((leg) => [leg.phoneAddress, leg.phonePort]))
     const before = (await a.browser.stats()).packetsReceived
     await eventually("audio still arriving at A's browser", async () => (await a.browser.stats()).packetsReceived > before + 10 || undefined)

@@ -1,61 +1,35 @@
 import { assert, describe, it } from "@effect/vitest"
 import { writeFileSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
-import { afterAll, beforeAll } from "vitest"
 import { request } from "../support/TestServer.ts"
-import { Agent, type Rtpengine, eventually, parseProvisioningUri, relayedLegs } from "./sip.ts"
-import { base, enable, person, startTelephony, telephonyCompany } from "./support.ts"
+import { eventually, relayedLegs } from "./sip.ts"
+import { base, deskPhone, enable, person, relayedTelephony, telephonyCompany } from "./support.ts"
 
 /**
  * Media through the relay (PBX=kamailio with rtpengine, media_encryption "sdes"): phones set up
  * from the credentials over TLS, SDES-SRTP only, call each other and rtpengine carries the audio.
  */
 
-let telephony: Awaited<ReturnType<typeof startTelephony>>
-let rtpengine: Rtpengine
-const agents: Array<Agent> = []
-
-beforeAll(async () => {
-  telephony = await startTelephony("kamailio", {}, { media: "sdes" })
-  rtpengine = telephony.rtpengine!
-}, 60_000)
-
-afterAll(async () => {
-  await Promise.all(agents.map((agent) => agent.stop()))
-  await telephony?.close()
-})
+const relayed = relayedTelephony("sdes")
 
 /** A desk phone set up from the native credentials: TLS on tls_port, SRTP as media_encryption says. */
-const deskPhone = async (token: string, userId: number) => {
-  const res = await request(telephony.server, "GET", `${base}/${userId}/telephony/credentials`, { token })
-  assert.strictEqual(res.status, 200)
-  const creds = res.body.data
-  assert.strictEqual(creds.media_encryption, "sdes")
-  const uri = parseProvisioningUri(creds.provisioning_uri)
-  const agent = await Agent.start({
-    username: uri.username,
-    password: uri.password,
-    domain: uri.host,
-    proxyPort: creds.tls_port,
-    transport: "tls",
-    caFile: telephony.tls!.caFile,
-    mediaenc: "srtp-mand"
-  })
-  agents.push(agent)
-  await agent.waitFor("REGISTER_OK", (e) => e.type === "REGISTER_OK")
-  return { agent, domain: uri.host }
+const sdesPhone = async (token: string, userId: number) => {
+  const phone = await deskPhone(relayed(), token, userId)
+  assert.strictEqual(phone.mediaEncryption, "sdes")
+  return phone
 }
 
 /** Alice (at `extension`) and Bob of a new company, each with a registered desk phone. */
 const twoDeskPhones = async (extension: string) => {
-  const company = await telephonyCompany(telephony.server)
-  const alice = await person(telephony.server, company.id)
-  const bob = await person(telephony.server, company.id)
-  await enable(telephony.server, company.adminToken, alice.id)
-  await enable(telephony.server, company.adminToken, bob.id)
-  const ext = await request(telephony.server, "POST", `${base}/${alice.id}/telephony/extension`, { token: company.adminToken, body: { extension } })
+  const { server } = relayed()
+  const company = await telephonyCompany(server)
+  const alice = await person(server, company.id)
+  const bob = await person(server, company.id)
+  await enable(server, company.adminToken, alice.id)
+  await enable(server, company.adminToken, bob.id)
+  const ext = await request(server, "POST", `${base}/${alice.id}/telephony/extension`, { token: company.adminToken, body: { extension } })
   assert.strictEqual(ext.status, 200)
-  return { a: await deskPhone(company.adminToken, alice.id), b: await deskPhone(company.adminToken, bob.id) }
+  return { a: await sdesPhone(company.adminToken, alice.id), b: await sdesPhone(company.adminToken, bob.id) }
 }
 
 describe("media relay (rtpengine)", () => {
@@ -66,7 +40,7 @@ describe("media relay (rtpengine)", () => {
     await b.agent.waitFor("bob's call established", (e) => e.type === "CALL_ESTABLISHED")
     // Both legs on RTP/SAVP at the relay, and audio arriving at the relay from both phones.
     const legs = await eventually("audio from both phones at the relay", async () => {
-      const legs = await relayedLegs(rtpengine)
+      const legs = await relayedLegs(relayed().rtpengine)
       return legs.length === 2 && legs.every((leg) => leg.packets >= 50) ? legs : undefined
     })
     assert.deepStrictEqual(legs.map((leg) => leg.protocol), ["RTP/SAVP", "RTP/SAVP"])
@@ -80,7 +54,7 @@ describe("media relay (rtpengine)", () => {
     b.agent.command("hangup")
     await a.agent.waitFor("the call to end", (e) => e.type === "CALL_CLOSED")
     // The relay let go of the call with the BYE.
-    await eventually("the session deleted", async () => /callid:/.test(await rtpengine.cli("list sessions all")) ? undefined : true)
+    await eventually("the session deleted", async () => /callid:/.test(await relayed().rtpengine.cli("list sessions all")) ? undefined : true)
   })
 
   it("twenty calls in a row are each set up and relayed with audio both ways (figures: setup time, packets each way)", async () => {
@@ -96,14 +70,14 @@ describe("media relay (rtpengine)", () => {
       // that can be later than the phones' CALL_ESTABLISHED.
       await new Promise((resolve) => setTimeout(resolve, 1000))
       const legs = await eventually("audio from both phones at the relay", async () => {
-        const legs = await relayedLegs(rtpengine)
+        const legs = await relayedLegs(relayed().rtpengine)
         return legs.length === 2 && legs.every((leg) => leg.packets > 0) ? legs : undefined
       })
       calls.push({ setupMs: established.at! - dialled, packets: legs.map((leg) => leg.packets) })
       b.agent.command("hangup")
       await a.agent.waitFor("the call to end", (e) => e.type === "CALL_CLOSED", sinceA)
       await b.agent.waitFor("the call to end", (e) => e.type === "CALL_CLOSED", sinceB)
-      await eventually("the session deleted", async () => /callid:/.test(await rtpengine.cli("list sessions all")) ? undefined : true)
+      await eventually("the session deleted", async () => /callid:/.test(await relayed().rtpengine.cli("list sessions all")) ? undefined : true)
     }
     const setup = calls.map((c) => c.setupMs).sort((x, y) => x - y)
     const at = (q: number) => setup[Math.min(setup.length - 1, Math.ceil(q * setup.length) - 1)]

@@ -1,9 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { afterAll, beforeAll } from "vitest"
 import { whenAvailable } from "../support/Requires.ts"
 import { request } from "../support/TestServer.ts"
-import { Agent, eventually, injectRtp, parseProvisioningUri, relayedLegs, type Rtpengine } from "./sip.ts"
-import { base, enable, kamailioNeeds, person, startTelephony, telephonyCompany } from "./support.ts"
+import { eventually, injectRtp, relayedLegs } from "./sip.ts"
+import { base, deskPhone, enable, kamailioNeeds, person, relayedTelephony, telephonyCompany } from "./support.ts"
 
 /**
  * The relay on plain RTP (media_encryption "none"), where no key protects a call's media: rtpengine
@@ -14,41 +13,21 @@ import { base, enable, kamailioNeeds, person, startTelephony, telephonyCompany }
 const needs = { ...kamailioNeeds, programs: [...kamailioNeeds.programs, "rtpengine"] }
 
 whenAvailable(needs, "relay strict source", () => describe("media relay on plain RTP: strict source", () => {
-  let telephony: Awaited<ReturnType<typeof startTelephony>>
-  let rtpengine: Rtpengine
-  const agents: Array<Agent> = []
-
-  beforeAll(async () => {
-    telephony = await startTelephony("kamailio", {}, { media: "none" })
-    rtpengine = telephony.rtpengine!
-  }, 60_000)
-
-  afterAll(async () => {
-    await Promise.all(agents.map((agent) => agent.stop()))
-    await telephony?.close()
-  })
-
-  const deskPhone = async (token: string, userId: number) => {
-    const res = await request(telephony.server, "GET", `${base}/${userId}/telephony/credentials`, { token })
-    assert.strictEqual(res.status, 200)
-    assert.strictEqual(res.body.data.media_encryption, "none")
-    const uri = parseProvisioningUri(res.body.data.provisioning_uri)
-    const agent = await Agent.start({ username: uri.username, password: uri.password, domain: uri.host, proxyPort: uri.port, transport: "tcp" })
-    agents.push(agent)
-    await agent.waitFor("REGISTER_OK", (e) => e.type === "REGISTER_OK")
-    return { agent, domain: uri.host }
-  }
+  const relayed = relayedTelephony("none")
 
   it("after learning each phone's address the relay drops packets from any other source; the call's audio goes on", async () => {
-    const a = await telephonyCompany(telephony.server)
-    const alice = await person(telephony.server, a.id)
-    const bob = await person(telephony.server, a.id)
-    await enable(telephony.server, a.adminToken, alice.id)
-    await enable(telephony.server, a.adminToken, bob.id)
-    const ext = await request(telephony.server, "POST", `${base}/${alice.id}/telephony/extension`, { token: a.adminToken, body: { extension: "601" } })
+    const telephony = relayed()
+    const { server, rtpengine } = telephony
+    const a = await telephonyCompany(server)
+    const alice = await person(server, a.id)
+    const bob = await person(server, a.id)
+    await enable(server, a.adminToken, alice.id)
+    await enable(server, a.adminToken, bob.id)
+    const ext = await request(server, "POST", `${base}/${alice.id}/telephony/extension`, { token: a.adminToken, body: { extension: "601" } })
     assert.strictEqual(ext.status, 200)
-    const desk = await deskPhone(a.adminToken, alice.id)
-    const caller = await deskPhone(a.adminToken, bob.id)
+    const desk = await deskPhone(telephony, a.adminToken, alice.id)
+    const caller = await deskPhone(telephony, a.adminToken, bob.id)
+    assert.strictEqual(desk.mediaEncryption, "none")
 
     caller.agent.command("dial", `sip:601@${caller.domain}`)
     await desk.agent.waitFor("alice answering", (e) => e.type === "CALL_ESTABLISHED")

@@ -1,10 +1,22 @@
 import { assert } from "@effect/vitest"
+import { afterAll, beforeAll } from "vitest"
 import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { PbxSandbox } from "../../src/telephony/Pbx.ts"
 import { addUser, cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, type Json, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { eventually, type Kamailio, makeTestCa, registerOverWebSocket, type Rtpengine, startKamailio, startRtpengine, type TestCa } from "./sip.ts"
+import {
+  Agent,
+  eventually,
+  type Kamailio,
+  makeTestCa,
+  parseProvisioningUri,
+  registerOverWebSocket,
+  type Rtpengine,
+  startKamailio,
+  startRtpengine,
+  type TestCa
+} from "./sip.ts"
 
 export type Adapter = "in-process" | "kamailio"
 
@@ -15,6 +27,8 @@ export const kamailioNeeds = { programs: ["kamailio", "baresip"], postgres: true
 
 interface Devices {
   readonly kamailio: Kamailio
+  /** Desk phones started with `deskPhone`: stopped with the server. */
+  readonly phones: Array<Agent>
   /** SIP-over-WebSocket registrations the test made, per company: closed with the server. */
   readonly sockets: Map<number, Array<Awaited<ReturnType<typeof registerOverWebSocket>>>>
 }
@@ -86,7 +100,7 @@ export const startTelephony = async (
     tls?.remove()
     throw error
   }
-  const devices = kamailio && { kamailio, sockets: new Map() }
+  const devices: Devices | undefined = kamailio && { kamailio, phones: [], sockets: new Map() }
   if (devices) kamailios.set(server, devices)
   return {
     server,
@@ -107,6 +121,7 @@ export const startTelephony = async (
         },
     close: async () => {
       for (const list of devices?.sockets.values() ?? []) for (const socket of list) socket.close()
+      await Promise.all((devices?.phones ?? []).map((phone) => phone.stop()))
       await server.close()
       await kamailio?.stop()
       await rtpengine?.stop()
@@ -114,6 +129,50 @@ export const startTelephony = async (
       restore()
     }
   }
+}
+
+export type Telephony = Awaited<ReturnType<typeof startTelephony>>
+
+/**
+ * Telephony on Kamailio with its own rtpengine for the describe block that calls it (started before
+ * its tests, closed after them): the getter gives it to the tests.
+ */
+export const relayedTelephony = (media: "none" | "sdes") => {
+  let telephony: Telephony | undefined
+  beforeAll(async () => {
+    telephony = await startTelephony("kamailio", {}, { media })
+  }, 60_000)
+  afterAll(async () => {
+    await telephony?.close()
+  })
+  return () => {
+    if (telephony === undefined) throw new Error("telephony did not start")
+    return { ...telephony, rtpengine: telephony.rtpengine! }
+  }
+}
+
+/**
+ * A registered desk phone (baresip) of `userId`, set up from the native credentials as a user would:
+ * with media_encryption "sdes", TLS on tls_port and mandatory SRTP; otherwise the provisioning URI
+ * as it is (TCP) and plain RTP. Answers calls by itself; stopped with the telephony.
+ */
+export const deskPhone = async (telephony: Telephony, token: string, userId: number) => {
+  const res = await request(telephony.server, "GET", `${base}/${userId}/telephony/credentials`, { token })
+  assert.strictEqual(res.status, 200, JSON.stringify(res.body))
+  const creds = res.body.data
+  const uri = parseProvisioningUri(creds.provisioning_uri)
+  const sdes = creds.media_encryption === "sdes"
+  const agent = await Agent.start({
+    username: uri.username,
+    password: uri.password,
+    domain: uri.host,
+    ...(sdes
+      ? { proxyPort: creds.tls_port, transport: "tls", caFile: telephony.tls!.caFile, mediaenc: "srtp-mand" as const }
+      : { proxyPort: uri.port, transport: uri.transport })
+  })
+  kamailioOf(telephony.server)!.phones.push(agent)
+  await agent.waitFor("REGISTER_OK", (e) => e.type === "REGISTER_OK")
+  return { agent, domain: uri.host, mediaEncryption: creds.media_encryption as string }
 }
 
 const kamailioOf = (server: RunningServer) => kamailios.get(server)
