@@ -101,14 +101,13 @@ export const startRtpengine = async (): Promise<Rtpengine> => {
   return { ngPort, cli, log: () => output, stop: () => stopChild(child, 3000) }
 }
 
-/** One side of a relayed call as rtpengine lists it: its media's protocol, relay and phone addresses, packets and errors received. */
+/** One side of a relayed call as rtpengine lists it: its media's protocol, the relay's port and the phone's address, packets received. */
 export interface RelayedLeg {
   readonly protocol: string | undefined
   readonly relayPort: number
   readonly phoneAddress: string
   readonly phonePort: number
   readonly packets: number
-  readonly errors: number
 }
 
 /** The legs of the one call the relay holds (`list sessions <call-id>`), caller's first. */
@@ -118,15 +117,14 @@ export const relayedLegs = async (rtpengine: Rtpengine): Promise<ReadonlyArray<R
   if (callIds.length !== 1) throw new Error(`expected one call at the relay:\n${all}`)
   const session = await rtpengine.cli(`list sessions ${callIds[0]}`)
   return session.split(/^--- Tag /m).slice(1).map((leg) => {
-    const rtp = /^-+ Port\s+127\.0\.0\.1:(\d+) <>\s+([0-9a-f.:]+?):(\d+)\s*, SSRC \S+, (\d+) p, \d+ b, (\d+) e/m.exec(leg)
+    const rtp = /^-+ Port\s+127\.0\.0\.1:(\d+) <>\s+([0-9a-f.:]+?):(\d+)\s*, SSRC \S+, (\d+) p/m.exec(leg)
     if (rtp === null) throw new Error(`no media port in the relay's session:\n${session}`)
     return {
       protocol: /audio over (\S+)\)/.exec(leg)?.[1],
       relayPort: Number(rtp[1]),
       phoneAddress: rtp[2],
       phonePort: Number(rtp[3]),
-      packets: Number(rtp[4]),
-      errors: Number(rtp[5])
+      packets: Number(rtp[4])
     }
   })
 }
@@ -272,8 +270,6 @@ export interface Account {
  */
 export class Agent {
   readonly events: Array<AgentEvent> = []
-  /** Answers to `ask`, by token. */
-  private readonly answers = new Map<string, string>()
   private constructor(
     private readonly child: ChildProcess,
     private readonly control: Socket,
@@ -354,9 +350,8 @@ export class Agent {
         if (buffer.length < colon + 1 + length + 1) return
         const body = buffer.slice(colon + 1, colon + 1 + length)
         buffer = buffer.slice(colon + 1 + length + 1)
-        const message = JSON.parse(body) as AgentEvent & { readonly event?: boolean; readonly response?: boolean; readonly token?: string; readonly data?: string }
+        const message = JSON.parse(body) as AgentEvent & { readonly event?: boolean }
         if (message.event) agent.events.push({ ...message, at: Date.now() })
-        if (message.response && message.token !== undefined) agent.answers.set(message.token, message.data ?? "")
       }
     })
     control.on("error", () => {})
@@ -370,18 +365,9 @@ export class Agent {
     })
   }
 
-  command(command: string, params = "", token = String(Date.now())) {
-    const body = JSON.stringify({ command, params, token })
+  command(command: string, params = "") {
+    const body = JSON.stringify({ command, params, token: String(Date.now()) })
     this.control.write(`${Buffer.byteLength(body)}:${body},`)
-  }
-
-  /** A command's answer (what the console would print), e.g. `callstat`. */
-  async ask(command: string, params = "") {
-    const token = randomUUID()
-    this.command(command, params, token)
-    const answer = await eventually(`baresip's answer to ${command}`, () => this.answers.get(token))
-    this.answers.delete(token)
-    return answer
   }
 
   async stop() {
