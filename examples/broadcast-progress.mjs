@@ -1,7 +1,7 @@
 // Runs a broadcast to a segment and follows its progress over pusher-js, through the generated fetch client.
 //   API=http://localhost:8080 REALTIME=ws://localhost:8081 node examples/broadcast-progress.mjs
 import { makeClient, unwrap } from "../src/client/fetch/Client.ts"
-import { API, connect, keyAndData, newCompany } from "./lib.mjs"
+import { API, connect, keyAndData, newCompany, nextEvent, subscribed } from "./lib.mjs"
 
 const RECIPIENTS = 25
 const company = await newCompany()
@@ -19,17 +19,10 @@ const segment = unwrap(await client.segments.create({
 
 const pusher = connect(company.token)
 try {
-  const subscription = pusher.subscribe(`private-company.${company.id}`)
-  await new Promise((resolve, reject) => {
-    subscription.bind("pusher:subscription_succeeded", resolve)
-    subscription.bind("pusher:subscription_error", (error) => reject(new Error(`subscription refused: ${JSON.stringify(error)}`)))
-  })
+  const subscription = await subscribed(pusher, company.id)
   const progress = []
   subscription.bind("broadcast.run.progress", (envelope) => progress.push(keyAndData(envelope).data))
-  const finished = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no broadcast.run.finished within 60 s")), 60_000)
-    subscription.bind("broadcast.run.finished", (envelope) => (clearTimeout(timer), resolve(keyAndData(envelope).data)))
-  })
+  const finished = nextEvent(subscription, "broadcast.run.finished", 60_000)
 
   const broadcast = unwrap(await client.broadcasts.create({
     payload: {
@@ -40,7 +33,7 @@ try {
       schedule: { mode: "now" }
     }
   })).data
-  const last = await finished
+  const last = (await finished).data
   for (const counts of progress) console.log(`progress: ${counts.sent} sent, ${counts.pending} pending of ${counts.total}`)
   console.log(`finished: ${last.status}, ${last.sent} sent, ${last.failed} failed, ${last.skipped} skipped of ${last.total}`)
 

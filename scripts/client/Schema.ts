@@ -3,6 +3,7 @@
  * shape a value are read; bounds and patterns stay the server's to check.
  */
 
+/** The parts of an OpenAPI 3.1 / JSON Schema document that the client generator and the fuzzer read. */
 export interface JsonSchema {
   readonly $ref?: string
   readonly type?: string | ReadonlyArray<string>
@@ -16,6 +17,14 @@ export interface JsonSchema {
   readonly required?: ReadonlyArray<string>
   readonly additionalProperties?: boolean | JsonSchema
   readonly items?: JsonSchema
+  readonly minItems?: number
+  readonly maxItems?: number
+  readonly minLength?: number
+  readonly maxLength?: number
+  readonly minimum?: number
+  readonly maximum?: number
+  readonly exclusiveMinimum?: number
+  readonly exclusiveMaximum?: number
   readonly format?: string
   readonly pattern?: string
   readonly description?: string
