@@ -3,6 +3,11 @@ import { call, type CallOptions, type ClientOptions, type Failure, type Success 
 
 export { ApiError, type CallOptions, type ClientOptions, type Failure, type Success, unwrap } from "./Runtime.ts"
 
+/** The envelope of most answers. */
+export type Data<T> = {
+  data: T
+}
+
 export type ErrorMessage = {
   message: string
 }
@@ -671,13 +676,417 @@ export type EventEnvelope = {
   }
 }
 
+export type NotificationPreferencesGetData = {
+  data: {
+    channels: {
+      mail: boolean
+      push: boolean
+      msgr_a: boolean
+    }
+    categories: {
+      transactional: {
+        enabled: boolean
+        label: string
+        controllable: boolean
+      }
+      onboarding: {
+        enabled: boolean
+        label: string
+        controllable: boolean
+      }
+      trial: {
+        enabled: boolean
+        label: string
+        controllable: boolean
+      }
+      billing: {
+        enabled: boolean
+        label: string
+        controllable: boolean
+      }
+      win_back: {
+        enabled: boolean
+        label: string
+        controllable: boolean
+      }
+      engagement: {
+        enabled: boolean
+        label: string
+        controllable: boolean
+      }
+    }
+    push_triggers: {
+      chat_message_new: boolean
+      conversation_assigned: boolean
+      call_missed: boolean
+      call_incoming: boolean
+      company_unassigned: boolean
+    }
+    quiet_hours: {
+      enabled: boolean
+      start: string | null
+      end: string | null
+    }
+  }
+}
+
+export type AuthVerifyEmailCodeData = {
+  data: {
+    message: string
+    email_verified: boolean
+  }
+}
+
+export type MeChangePasswordData = {
+  data: {
+    message: string
+  }
+}
+
+export type InvitationsCreateData = {
+  data: {
+    message: string
+    invitation: Invitation
+  }
+}
+
+export type SoftphoneCredentialsData = {
+  data: {
+    sip_username: string
+    sip_password: string
+    host: string
+    wss_url: string
+    extension: string | null
+    display_name: string
+    registered: boolean
+  }
+}
+
+export type TelephonyCredentialsData = {
+  data: {
+    sip_username: string
+    sip_password: string
+    host: string
+    tcp_port: number
+    tls_port: number
+    default_transport: "TCP"
+    codecs: Array<string>
+    media_encryption: string
+    registered: boolean
+    provisioning_uri: string
+  }
+}
+
+export type SoftphoneInternalCallData = {
+  data: {
+    call_id: number
+    status: "initiated"
+  }
+}
+
+export type HooksTelegramData = {
+  ok: boolean
+}
+
+export type ContactsOptOutData = {
+  data: {
+    message: string
+    contact_id: number
+    opted_out_at: string | null
+  }
+}
+
+export type ContactsBlockData = {
+  data: {
+    message: string
+    contact_id: number
+    blocked_at: string | null
+    blocked_reason: string | null
+    provider_failures: Array<{
+      channel_id: number
+      error_code: string
+      message: string
+    }>
+  }
+}
+
+export type ContactsOutboundEligibilityData = {
+  data: {
+    eligibility: {
+      message: {
+        window_open: boolean
+        window_expires_at: number | null
+        requires_template: boolean
+      }
+      call: {
+        channel_kind: string
+        can_call: boolean
+        permission_status: "none" | "pending" | "granted" | "rejected" | "not_required" | "unavailable"
+        permission_expires_at: number | null
+        can_request_permission: boolean
+        request_cooldown_until: number | null
+        attempts_remaining: number
+        has_msgr_a_account: boolean
+      }
+    }
+  }
+}
+
+export type StickersCreatePackData = {
+  data: {
+    message: string
+    pack: StickerPack
+  }
+}
+
+export type StickersFromMessageData = {
+  data: {
+    message: string
+    pack_id: number
+    item: Sticker
+  }
+}
+
+export type DealsListData = {
+  data: {
+    items: Array<Deal>
+    pagination: {
+      page: number
+      perPage: number
+      total: number | null
+      lastPage: number | null
+    }
+  }
+}
+
+export type TemplatesGetData = {
+  data: {
+    id: number
+    company_id: number
+    template_group_id: number
+    channel_type: {
+      id: number
+      key: string
+      name: string
+    }
+    channel: {
+      id: number
+      name: string
+      account_name: string | null
+    } | null
+    name: string
+    slug: string
+    language: string
+    category: string
+    status: string
+    meta_status: string
+    meta_status_reason: string | null
+    last_synced_at: string | null
+    external_id: string | null
+    body: string
+    parameters: Array<{
+      id: number
+      name: string
+      type: "text"
+      sample_value: string
+      position: number
+    }>
+    header_enabled: boolean
+    header_type: string | null
+    header_text: string | null
+    footer_enabled: boolean
+    footer_text: string | null
+    buttons_enabled: boolean
+    buttons: Array<{
+      id: number
+      type: "quick_reply" | "url" | "phone"
+      label: string
+      value: string | null
+      position: number
+    }>
+    labels: Array<string>
+    uses_count: number
+    logical_template: {
+      instances_count: number
+      assigned_channels_count: number
+      uses_count: number
+      languages: Array<string>
+      channels: Array<{
+        id: number
+        name: string
+        account_name: string | null
+        meta_status: string
+        meta_status_reason: string | null
+        last_synced_at: string | null
+      }>
+      meta_status_counts: {
+        [key: string]: number
+      }
+      meta_overall_status: string
+    }
+    versions: Array<{
+      id: number
+      language: string
+      channel_id: number | null
+      status: string
+      meta_status: string
+    }>
+    created_at: string
+    updated_at: string
+  }
+}
+
+export type TemplatesAddLanguageData = {
+  data: Array<{
+    id: number
+    language: string
+    channel_id: number | null
+    status: string
+    meta_status: string
+  }>
+}
+
+export type AutomationsCreateData = {
+  data: {
+    id: string
+    companyId: number
+    name: string
+    description: string | null
+    status: "draft" | "active" | "paused" | "archived"
+    healthStatus: "ok" | "degraded" | "failing"
+    activeVersionId: string | null
+    latestVersionId: string | null
+    templateId: string | null
+    executionsCount: number
+    lastRunAt: string | null
+    createdAt: string
+    updatedAt: string
+    createdBy: number | null
+    updatedBy: number | null
+    nodes: Array<{
+      id: string
+      type: "trigger" | "action"
+      position?: {
+        x: number | "Infinity" | "-Infinity" | "NaN"
+        y: number | "Infinity" | "-Infinity" | "NaN"
+      } | null
+      actionId?: string | null
+      data?: {
+        [key: string]: unknown
+      } | null
+    }>
+    edges: Array<{
+      id: string
+      source: string
+      target: string
+      label?: string | null
+      sourceHandle?: string | null
+      targetHandle?: string | null
+      data?: {
+        [key: string]: unknown
+      } | null
+    }>
+    triggers: Array<{
+      id: string
+      channelType?: "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business" | null
+      channels?: Array<number> | null
+      event: "message.created" | "conversation.created" | "contact.created" | "contact.updated" | "deal.created" | "deal.stage_changed" | "tag.added"
+      conditionsJoiner?: "and" | "or" | null
+      conditions?: Array<{
+        type: "text_contains" | "text_equals" | "text_matches" | "message_type" | "is_first_message" | "has_tag" | "contact_field_equals" | "deal_stage_is"
+        value?: string | number | "Infinity" | "-Infinity" | "NaN" | boolean | null
+        field?: string | null
+      }> | null
+    }>
+  }
+}
+
+export type BroadcastsCreateData = {
+  data: {
+    id: number
+    company_id: number
+    name: string
+    status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
+    audience: {
+      segmentId: string | null
+      conditions: Array<unknown>
+      group_logic: string | null
+    }
+    channels: Array<{
+      id: number
+      mode: string
+    }>
+    content: unknown
+    schedule: unknown
+    recurring_schedule: {
+      rrule: string
+      timezone: string
+      paused: boolean
+      next_run_at: string | null
+    } | null
+    runs: Array<{
+      id: number
+      broadcast_id: number
+      status: "processing" | "paused" | "completed" | "cancelled" | "failed"
+      total: number
+      sent: number
+      delivered: number
+      read: number
+      failed: number
+      skipped: number
+      pending: number
+      started_at: string
+      completed_at: string | null
+    }>
+    stats: {
+      total: number
+      sent: number
+      delivered: number
+      read: number
+      failed: number
+      skipped: number
+      clicked: number
+      replied: number
+      byVariant: {
+        [key: string]: {
+          total: number
+          sent: number
+          delivered: number
+          read: number
+          failed: number
+          skipped: number
+          clicked: number
+          replied: number
+        }
+      }
+    }
+    created_at: string
+    updated_at: string
+  }
+}
+
+export type BroadcastsGetRunData = {
+  data: {
+    id: number
+    broadcast_id: number
+    status: "processing" | "paused" | "completed" | "cancelled" | "failed"
+    total: number
+    sent: number
+    delivered: number
+    read: number
+    failed: number
+    skipped: number
+    pending: number
+    started_at: string
+    completed_at: string | null
+  }
+}
+
 /** Me: get: `GET /v1/me` */
 export interface MeGetRequest {}
 
 export type MeGetResult =
-  | Success<200, {
-    data: Profile
-  }>
+  | Success<200, Data<Profile>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -696,9 +1105,7 @@ export interface MeUpdateRequest {
 }
 
 export type MeUpdateResult =
-  | Success<200, {
-    data: Profile
-  }>
+  | Success<200, Data<Profile>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -717,11 +1124,7 @@ export interface MeChangePasswordRequest {
 }
 
 export type MeChangePasswordResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -762,9 +1165,7 @@ export interface MeSwitchCompanyRequest {
 }
 
 export type MeSwitchCompanyResult =
-  | Success<200, {
-    data: Profile
-  }>
+  | Success<200, Data<Profile>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -821,59 +1222,7 @@ export type MeVerifyPhoneResult =
 export interface NotificationPreferencesGetRequest {}
 
 export type NotificationPreferencesGetResult =
-  | Success<200, {
-    data: {
-      channels: {
-        mail: boolean
-        push: boolean
-        msgr_a: boolean
-      }
-      categories: {
-        transactional: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        onboarding: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        trial: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        billing: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        win_back: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        engagement: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-      }
-      push_triggers: {
-        chat_message_new: boolean
-        conversation_assigned: boolean
-        call_missed: boolean
-        call_incoming: boolean
-        company_unassigned: boolean
-      }
-      quiet_hours: {
-        enabled: boolean
-        start: string | null
-        end: string | null
-      }
-    }
-  }>
+  | Success<200, NotificationPreferencesGetData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -935,59 +1284,7 @@ export interface NotificationPreferencesUpdateRequest {
 }
 
 export type NotificationPreferencesUpdateResult =
-  | Success<200, {
-    data: {
-      channels: {
-        mail: boolean
-        push: boolean
-        msgr_a: boolean
-      }
-      categories: {
-        transactional: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        onboarding: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        trial: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        billing: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        win_back: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-        engagement: {
-          enabled: boolean
-          label: string
-          controllable: boolean
-        }
-      }
-      push_triggers: {
-        chat_message_new: boolean
-        conversation_assigned: boolean
-        call_missed: boolean
-        call_incoming: boolean
-        company_unassigned: boolean
-      }
-      quiet_hours: {
-        enabled: boolean
-        start: string | null
-        end: string | null
-      }
-    }
-  }>
+  | Success<200, NotificationPreferencesGetData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1005,12 +1302,7 @@ export interface AuthVerifyEmailCodeRequest {
 }
 
 export type AuthVerifyEmailCodeResult =
-  | Success<200, {
-    data: {
-      message: string
-      email_verified: boolean
-    }
-  }>
+  | Success<200, AuthVerifyEmailCodeData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1024,12 +1316,7 @@ export type AuthVerifyEmailCodeResult =
 export interface AuthResendEmailCodeRequest {}
 
 export type AuthResendEmailCodeResult =
-  | Success<200, {
-    data: {
-      message: string
-      email_verified: boolean
-    }
-  }>
+  | Success<200, AuthVerifyEmailCodeData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -1040,11 +1327,7 @@ export type AuthResendEmailCodeResult =
 export interface AuthLogoutRequest {}
 
 export type AuthLogoutResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -1229,9 +1512,7 @@ export interface PlatformGetCompanyRequest {
 }
 
 export type PlatformGetCompanyResult =
-  | Success<200, {
-    data: Company
-  }>
+  | Success<200, Data<Company>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<404, NotFoundEncoded>
   | Failure<429, ErrorMessage>
@@ -1253,9 +1534,7 @@ export interface PlatformUpdateCompanyRequest {
 }
 
 export type PlatformUpdateCompanyResult =
-  | Success<200, {
-    data: Company
-  }>
+  | Success<200, Data<Company>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1380,9 +1659,7 @@ export interface ApiTokensGetRequest {
 }
 
 export type ApiTokensGetResult =
-  | Success<200, {
-    data: ApiToken
-  }>
+  | Success<200, Data<ApiToken>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1401,9 +1678,7 @@ export interface ApiTokensUpdateRequest {
 }
 
 export type ApiTokensUpdateResult =
-  | Success<200, {
-    data: ApiToken
-  }>
+  | Success<200, Data<ApiToken>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1421,11 +1696,7 @@ export interface ApiTokensRevokeRequest {
 }
 
 export type ApiTokensRevokeResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1479,9 +1750,7 @@ export interface TeamsGetRequest {
 }
 
 export type TeamsGetResult =
-  | Success<200, {
-    data: Team
-  }>
+  | Success<200, Data<Team>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1503,9 +1772,7 @@ export interface TeamsUpdateRequest {
 }
 
 export type TeamsUpdateResult =
-  | Success<200, {
-    data: Team
-  }>
+  | Success<200, Data<Team>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1524,11 +1791,7 @@ export interface TeamsDeleteRequest {
 }
 
 export type TeamsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1582,11 +1845,7 @@ export interface MembersRevokeRequest {
 }
 
 export type MembersRevokeResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1627,12 +1886,7 @@ export interface InvitationsCreateRequest {
 }
 
 export type InvitationsCreateResult =
-  | Success<201, {
-    data: {
-      message: string
-      invitation: Invitation
-    }
-  }>
+  | Success<201, InvitationsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1650,12 +1904,7 @@ export interface InvitationsAcceptRequest {
 }
 
 export type InvitationsAcceptResult =
-  | Success<200, {
-    data: {
-      message: string
-      invitation: Invitation
-    }
-  }>
+  | Success<200, InvitationsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1671,12 +1920,7 @@ export interface InvitationsDeclineRequest {
 }
 
 export type InvitationsDeclineResult =
-  | Success<200, {
-    data: {
-      message: string
-      invitation: Invitation
-    }
-  }>
+  | Success<200, InvitationsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1695,12 +1939,7 @@ export interface InvitationsChangeRoleRequest {
 }
 
 export type InvitationsChangeRoleResult =
-  | Success<200, {
-    data: {
-      message: string
-      invitation: Invitation
-    }
-  }>
+  | Success<200, InvitationsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1719,12 +1958,7 @@ export interface InvitationsRevokeRequest {
 }
 
 export type InvitationsRevokeResult =
-  | Success<200, {
-    data: {
-      message: string
-      invitation: Invitation
-    }
-  }>
+  | Success<200, InvitationsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1740,11 +1974,7 @@ export interface InvitationsDeleteRequest {
 }
 
 export type InvitationsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1771,9 +2001,7 @@ export interface TelephonyEnableRequest {
 }
 
 export type TelephonyEnableResult =
-  | Success<200, {
-    data: MemberTelephony
-  }>
+  | Success<200, Data<MemberTelephony>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1790,9 +2018,7 @@ export interface TelephonyDisableRequest {
 }
 
 export type TelephonyDisableResult =
-  | Success<200, {
-    data: MemberTelephony
-  }>
+  | Success<200, Data<MemberTelephony>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1809,20 +2035,7 @@ export interface TelephonyCredentialsRequest {
 }
 
 export type TelephonyCredentialsResult =
-  | Success<200, {
-    data: {
-      sip_username: string
-      sip_password: string
-      host: string
-      tcp_port: number
-      tls_port: number
-      default_transport: "TCP"
-      codecs: Array<string>
-      media_encryption: string
-      registered: boolean
-      provisioning_uri: string
-    }
-  }>
+  | Success<200, TelephonyCredentialsData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -1863,9 +2076,7 @@ export interface TelephonySetExtensionRequest {
 }
 
 export type TelephonySetExtensionResult =
-  | Success<200, {
-    data: MemberTelephony
-  }>
+  | Success<200, Data<MemberTelephony>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -1880,17 +2091,7 @@ export type TelephonySetExtensionResult =
 export interface SoftphoneCredentialsRequest {}
 
 export type SoftphoneCredentialsResult =
-  | Success<200, {
-    data: {
-      sip_username: string
-      sip_password: string
-      host: string
-      wss_url: string
-      extension: string | null
-      display_name: string
-      registered: boolean
-    }
-  }>
+  | Success<200, SoftphoneCredentialsData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -1901,17 +2102,7 @@ export type SoftphoneCredentialsResult =
 export interface SoftphoneResetPasswordRequest {}
 
 export type SoftphoneResetPasswordResult =
-  | Success<200, {
-    data: {
-      sip_username: string
-      sip_password: string
-      host: string
-      wss_url: string
-      extension: string | null
-      display_name: string
-      registered: boolean
-    }
-  }>
+  | Success<200, SoftphoneCredentialsData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -1923,20 +2114,7 @@ export type SoftphoneResetPasswordResult =
 export interface SoftphoneExternalCredentialsRequest {}
 
 export type SoftphoneExternalCredentialsResult =
-  | Success<200, {
-    data: {
-      sip_username: string
-      sip_password: string
-      host: string
-      tcp_port: number
-      tls_port: number
-      default_transport: "TCP"
-      codecs: Array<string>
-      media_encryption: string
-      registered: boolean
-      provisioning_uri: string
-    }
-  }>
+  | Success<200, TelephonyCredentialsData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -1947,20 +2125,7 @@ export type SoftphoneExternalCredentialsResult =
 export interface SoftphoneResetExternalPasswordRequest {}
 
 export type SoftphoneResetExternalPasswordResult =
-  | Success<200, {
-    data: {
-      sip_username: string
-      sip_password: string
-      host: string
-      tcp_port: number
-      tls_port: number
-      default_transport: "TCP"
-      codecs: Array<string>
-      media_encryption: string
-      registered: boolean
-      provisioning_uri: string
-    }
-  }>
+  | Success<200, TelephonyCredentialsData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -1996,12 +2161,7 @@ export interface SoftphoneInternalCallRequest {
 }
 
 export type SoftphoneInternalCallResult =
-  | Success<202, {
-    data: {
-      call_id: number
-      status: "initiated"
-    }
-  }>
+  | Success<202, SoftphoneInternalCallData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2021,12 +2181,7 @@ export interface SoftphoneExternalCallRequest {
 }
 
 export type SoftphoneExternalCallResult =
-  | Success<202, {
-    data: {
-      call_id: number
-      status: "initiated"
-    }
-  }>
+  | Success<202, SoftphoneInternalCallData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2072,9 +2227,7 @@ export interface ChannelsCreateRequest {
 }
 
 export type ChannelsCreateResult =
-  | Success<201, {
-    data: Channel
-  }>
+  | Success<201, Data<Channel>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2092,9 +2245,7 @@ export interface ChannelsGetRequest {
 }
 
 export type ChannelsGetResult =
-  | Success<200, {
-    data: Channel
-  }>
+  | Success<200, Data<Channel>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2126,9 +2277,7 @@ export interface ChannelsUpdateRequest {
 }
 
 export type ChannelsUpdateResult =
-  | Success<200, {
-    data: Channel
-  }>
+  | Success<200, Data<Channel>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2147,11 +2296,7 @@ export interface ChannelsRemoveRequest {
 }
 
 export type ChannelsRemoveResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2166,9 +2311,7 @@ export interface ChannelsRegisterWebhookRequest {
 }
 
 export type ChannelsRegisterWebhookResult =
-  | Success<200, {
-    data: Channel
-  }>
+  | Success<200, Data<Channel>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2242,11 +2385,7 @@ export interface ChannelsSandboxStatusRequest {
 }
 
 export type ChannelsSandboxStatusResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2302,9 +2441,7 @@ export interface HooksTelegramRequest {
 }
 
 export type HooksTelegramResult =
-  | Success<200, {
-    ok: boolean
-  }>
+  | Success<200, HooksTelegramData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2342,9 +2479,7 @@ export interface HooksWhatsappRequest {
 }
 
 export type HooksWhatsappResult =
-  | Success<200, {
-    ok: boolean
-  }>
+  | Success<200, HooksTelegramData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2401,9 +2536,7 @@ export interface ConversationsGetRequest {
 }
 
 export type ConversationsGetResult =
-  | Success<200, {
-    data: ConversationDetail
-  }>
+  | Success<200, Data<ConversationDetail>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2422,9 +2555,7 @@ export interface ConversationsAssignRequest {
 }
 
 export type ConversationsAssignResult =
-  | Success<200, {
-    data: Conversation
-  }>
+  | Success<200, Data<Conversation>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2447,9 +2578,7 @@ export interface ConversationsStatusRequest {
 }
 
 export type ConversationsStatusResult =
-  | Success<200, {
-    data: Conversation
-  }>
+  | Success<200, Data<Conversation>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2471,9 +2600,7 @@ export interface ConversationsPriorityRequest {
 }
 
 export type ConversationsPriorityResult =
-  | Success<200, {
-    data: Conversation
-  }>
+  | Success<200, Data<Conversation>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2495,9 +2622,7 @@ export interface ConversationsReadRequest {
 }
 
 export type ConversationsReadResult =
-  | Success<200, {
-    data: Conversation
-  }>
+  | Success<200, Data<Conversation>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2570,9 +2695,7 @@ export interface ContactsCreateRequest {
 }
 
 export type ContactsCreateResult =
-  | Success<201, {
-    data: Contact
-  }>
+  | Success<201, Data<Contact>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2658,9 +2781,7 @@ export interface ContactsGetRequest {
 }
 
 export type ContactsGetResult =
-  | Success<200, {
-    data: Contact
-  }>
+  | Success<200, Data<Contact>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2700,9 +2821,7 @@ export interface ContactsUpdateRequest {
 }
 
 export type ContactsUpdateResult =
-  | Success<200, {
-    data: Contact
-  }>
+  | Success<200, Data<Contact>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2721,11 +2840,7 @@ export interface ContactsDeleteRequest {
 }
 
 export type ContactsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2783,9 +2898,7 @@ export interface ContactsReplaceTagsRequest {
 }
 
 export type ContactsReplaceTagsResult =
-  | Success<200, {
-    data: Contact
-  }>
+  | Success<200, Data<Contact>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2804,13 +2917,7 @@ export interface ContactsOptOutRequest {
 }
 
 export type ContactsOptOutResult =
-  | Success<200, {
-    data: {
-      message: string
-      contact_id: number
-      opted_out_at: string | null
-    }
-  }>
+  | Success<200, ContactsOptOutData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2825,13 +2932,7 @@ export interface ContactsOptInRequest {
 }
 
 export type ContactsOptInResult =
-  | Success<200, {
-    data: {
-      message: string
-      contact_id: number
-      opted_out_at: string | null
-    }
-  }>
+  | Success<200, ContactsOptOutData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2876,19 +2977,7 @@ export interface ContactsBlockRequest {
 }
 
 export type ContactsBlockResult =
-  | Success<200, {
-    data: {
-      message: string
-      contact_id: number
-      blocked_at: string | null
-      blocked_reason: string | null
-      provider_failures: Array<{
-        channel_id: number
-        error_code: string
-        message: string
-      }>
-    }
-  }>
+  | Success<200, ContactsBlockData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -2907,19 +2996,7 @@ export interface ContactsUnblockRequest {
 }
 
 export type ContactsUnblockResult =
-  | Success<200, {
-    data: {
-      message: string
-      contact_id: number
-      blocked_at: string | null
-      blocked_reason: string | null
-      provider_failures: Array<{
-        channel_id: number
-        error_code: string
-        message: string
-      }>
-    }
-  }>
+  | Success<200, ContactsBlockData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2937,27 +3014,7 @@ export interface ContactsOutboundEligibilityRequest {
 }
 
 export type ContactsOutboundEligibilityResult =
-  | Success<200, {
-    data: {
-      eligibility: {
-        message: {
-          window_open: boolean
-          window_expires_at: number | null
-          requires_template: boolean
-        }
-        call: {
-          channel_kind: string
-          can_call: boolean
-          permission_status: "none" | "pending" | "granted" | "rejected" | "not_required" | "unavailable"
-          permission_expires_at: number | null
-          can_request_permission: boolean
-          request_cooldown_until: number | null
-          attempts_remaining: number
-          has_msgr_a_account: boolean
-        }
-      }
-    }
-  }>
+  | Success<200, ContactsOutboundEligibilityData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -2976,27 +3033,7 @@ export interface ContactsRequestCallPermissionRequest {
 }
 
 export type ContactsRequestCallPermissionResult =
-  | Success<200, {
-    data: {
-      eligibility: {
-        message: {
-          window_open: boolean
-          window_expires_at: number | null
-          requires_template: boolean
-        }
-        call: {
-          channel_kind: string
-          can_call: boolean
-          permission_status: "none" | "pending" | "granted" | "rejected" | "not_required" | "unavailable"
-          permission_expires_at: number | null
-          can_request_permission: boolean
-          request_cooldown_until: number | null
-          attempts_remaining: number
-          has_msgr_a_account: boolean
-        }
-      }
-    }
-  }>
+  | Success<200, ContactsOutboundEligibilityData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3047,9 +3084,7 @@ export interface TagsCreateRequest {
 }
 
 export type TagsCreateResult =
-  | Success<201, {
-    data: Tag
-  }>
+  | Success<201, Data<Tag>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3067,9 +3102,7 @@ export interface TagsGetRequest {
 }
 
 export type TagsGetResult =
-  | Success<200, {
-    data: Tag
-  }>
+  | Success<200, Data<Tag>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -3087,9 +3120,7 @@ export interface TagsUpdateRequest {
 }
 
 export type TagsUpdateResult =
-  | Success<200, {
-    data: Tag
-  }>
+  | Success<200, Data<Tag>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3108,11 +3139,7 @@ export interface TagsDeleteRequest {
 }
 
 export type TagsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -3165,9 +3192,7 @@ export interface SegmentsCreateRequest {
 }
 
 export type SegmentsCreateResult =
-  | Success<201, {
-    data: Segment
-  }>
+  | Success<201, Data<Segment>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3227,9 +3252,7 @@ export interface SegmentsUpdateByPostRequest {
 }
 
 export type SegmentsUpdateByPostResult =
-  | Success<200, {
-    data: Segment
-  }>
+  | Success<200, Data<Segment>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3261,9 +3284,7 @@ export interface SegmentsUpdateRequest {
 }
 
 export type SegmentsUpdateResult =
-  | Success<200, {
-    data: Segment
-  }>
+  | Success<200, Data<Segment>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3282,11 +3303,7 @@ export interface SegmentsDeleteRequest {
 }
 
 export type SegmentsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -3304,9 +3321,7 @@ export interface SegmentsAddMembersRequest {
 }
 
 export type SegmentsAddMembersResult =
-  | Success<200, {
-    data: Segment
-  }>
+  | Success<200, Data<Segment>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3328,9 +3343,7 @@ export interface SegmentsRemoveMembersRequest {
 }
 
 export type SegmentsRemoveMembersResult =
-  | Success<200, {
-    data: Segment
-  }>
+  | Success<200, Data<Segment>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3401,9 +3414,7 @@ export interface MessagesCreateRequest {
 }
 
 export type MessagesCreateResult =
-  | Success<201, {
-    data: Message
-  }>
+  | Success<201, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3442,9 +3453,7 @@ export interface MessagesSendRequest {
 }
 
 export type MessagesSendResult =
-  | Success<201, {
-    data: Message
-  }>
+  | Success<201, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3470,9 +3479,7 @@ export interface MessagesSettleKeyRequest {
 }
 
 export type MessagesSettleKeyResult =
-  | Success<200, {
-    data: Message
-  }>
+  | Success<200, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3492,9 +3499,7 @@ export interface MessagesGetRequest {
 }
 
 export type MessagesGetResult =
-  | Success<200, {
-    data: Message
-  }>
+  | Success<200, Data<Message>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -3512,9 +3517,7 @@ export interface MessagesUpdateRequest {
 }
 
 export type MessagesUpdateResult =
-  | Success<200, {
-    data: Message
-  }>
+  | Success<200, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3537,9 +3540,7 @@ export interface MessagesRemoveRequest {
 }
 
 export type MessagesRemoveResult =
-  | Success<200, {
-    data: Message
-  }>
+  | Success<200, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3660,9 +3661,7 @@ export interface MessagesReactRequest {
 }
 
 export type MessagesReactResult =
-  | Success<200, {
-    data: Reaction
-  }>
+  | Success<200, Data<Reaction>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3743,9 +3742,7 @@ export interface MessagesAttachRequest {
 }
 
 export type MessagesAttachResult =
-  | Success<201, {
-    data: Attachment
-  }>
+  | Success<201, Data<Attachment>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3765,9 +3762,7 @@ export interface MessagesFetchAttachmentRequest {
 }
 
 export type MessagesFetchAttachmentResult =
-  | Success<200, {
-    data: Attachment
-  }>
+  | Success<200, Data<Attachment>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -3790,9 +3785,7 @@ export interface MessagesForwardRequest {
 }
 
 export type MessagesForwardResult =
-  | Success<201, {
-    data: Message
-  }>
+  | Success<201, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3919,12 +3912,7 @@ export interface StickersCreatePackRequest {
 }
 
 export type StickersCreatePackResult =
-  | Success<201, {
-    data: {
-      message: string
-      pack: StickerPack
-    }
-  }>
+  | Success<201, StickersCreatePackData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3943,13 +3931,7 @@ export interface StickersFromMessageRequest {
 }
 
 export type StickersFromMessageResult =
-  | Success<201, {
-    data: {
-      message: string
-      pack_id: number
-      item: Sticker
-    }
-  }>
+  | Success<201, StickersFromMessageData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -3998,12 +3980,7 @@ export interface StickersUpdatePackRequest {
 }
 
 export type StickersUpdatePackResult =
-  | Success<200, {
-    data: {
-      message: string
-      pack: StickerPack
-    }
-  }>
+  | Success<200, StickersCreatePackData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4022,11 +3999,7 @@ export interface StickersDeletePackRequest {
 }
 
 export type StickersDeletePackResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4073,13 +4046,7 @@ export interface StickersFromMessageIntoRequest {
 }
 
 export type StickersFromMessageIntoResult =
-  | Success<201, {
-    data: {
-      message: string
-      pack_id: number
-      item: Sticker
-    }
-  }>
+  | Success<201, StickersFromMessageData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4127,11 +4094,7 @@ export interface StickersDeleteStickerRequest {
 }
 
 export type StickersDeleteStickerResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4202,9 +4165,7 @@ export interface FunnelsCreateRequest {
 }
 
 export type FunnelsCreateResult =
-  | Success<201, {
-    data: Funnel
-  }>
+  | Success<201, Data<Funnel>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4222,9 +4183,7 @@ export interface FunnelsGetRequest {
 }
 
 export type FunnelsGetResult =
-  | Success<200, {
-    data: Funnel
-  }>
+  | Success<200, Data<Funnel>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4244,9 +4203,7 @@ export interface FunnelsUpdateRequest {
 }
 
 export type FunnelsUpdateResult =
-  | Success<200, {
-    data: Funnel
-  }>
+  | Success<200, Data<Funnel>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4265,11 +4222,7 @@ export interface FunnelsDeleteRequest {
 }
 
 export type FunnelsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4290,9 +4243,7 @@ export interface FunnelsAddStageRequest {
 }
 
 export type FunnelsAddStageResult =
-  | Success<201, {
-    data: Stage
-  }>
+  | Success<201, Data<Stage>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4317,9 +4268,7 @@ export interface FunnelsUpdateStageRequest {
 }
 
 export type FunnelsUpdateStageResult =
-  | Success<200, {
-    data: Stage
-  }>
+  | Success<200, Data<Stage>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4339,11 +4288,7 @@ export interface FunnelsDeleteStageRequest {
 }
 
 export type FunnelsDeleteStageResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4372,9 +4317,7 @@ export interface DealTypesCreateRequest {
 }
 
 export type DealTypesCreateResult =
-  | Success<201, {
-    data: DealType
-  }>
+  | Success<201, Data<DealType>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4396,9 +4339,7 @@ export interface DealTypesUpdateRequest {
 }
 
 export type DealTypesUpdateResult =
-  | Success<200, {
-    data: DealType
-  }>
+  | Success<200, Data<DealType>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4417,11 +4358,7 @@ export interface DealTypesDeleteRequest {
 }
 
 export type DealTypesDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4450,9 +4387,7 @@ export interface LostReasonsCreateRequest {
 }
 
 export type LostReasonsCreateResult =
-  | Success<201, {
-    data: LostReason
-  }>
+  | Success<201, Data<LostReason>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4475,9 +4410,7 @@ export interface LostReasonsUpdateRequest {
 }
 
 export type LostReasonsUpdateResult =
-  | Success<200, {
-    data: LostReason
-  }>
+  | Success<200, Data<LostReason>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4496,11 +4429,7 @@ export interface LostReasonsDeleteRequest {
 }
 
 export type LostReasonsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4521,17 +4450,7 @@ export interface DealsListRequest {
 }
 
 export type DealsListResult =
-  | Success<200, {
-    data: {
-      items: Array<Deal>
-      pagination: {
-        page: number
-        perPage: number
-        total: number | null
-        lastPage: number | null
-      }
-    }
-  }>
+  | Success<200, DealsListData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -4569,9 +4488,7 @@ export interface DealsCreateRequest {
 }
 
 export type DealsCreateResult =
-  | Success<201, {
-    data: Deal
-  }>
+  | Success<201, Data<Deal>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4589,9 +4506,7 @@ export interface DealsGetRequest {
 }
 
 export type DealsGetResult =
-  | Success<200, {
-    data: Deal
-  }>
+  | Success<200, Data<Deal>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4687,11 +4602,7 @@ export interface DealsDeleteRequest {
 }
 
 export type DealsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4706,9 +4617,7 @@ export interface DealsRestoreRequest {
 }
 
 export type DealsRestoreResult =
-  | Success<200, {
-    data: Deal
-  }>
+  | Success<200, Data<Deal>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4831,17 +4740,7 @@ export interface ContactDealsListRequest {
 }
 
 export type ContactDealsListResult =
-  | Success<200, {
-    data: {
-      items: Array<Deal>
-      pagination: {
-        page: number
-        perPage: number
-        total: number | null
-        lastPage: number | null
-      }
-    }
-  }>
+  | Success<200, DealsListData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4894,9 +4793,7 @@ export interface DealTasksCreateRequest {
 }
 
 export type DealTasksCreateResult =
-  | Success<201, {
-    data: Task
-  }>
+  | Success<201, Data<Task>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4923,9 +4820,7 @@ export interface DealTasksUpdateRequest {
 }
 
 export type DealTasksUpdateResult =
-  | Success<200, {
-    data: Task
-  }>
+  | Success<200, Data<Task>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -4944,11 +4839,7 @@ export interface DealTasksDeleteRequest {
 }
 
 export type DealTasksDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -4959,9 +4850,7 @@ export type DealTasksDeleteResult =
 export interface DealSettingsGetRequest {}
 
 export type DealSettingsGetResult =
-  | Success<200, {
-    data: DealSettings
-  }>
+  | Success<200, Data<DealSettings>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<419, CsrfMismatchEncoded>
@@ -4978,9 +4867,7 @@ export interface DealSettingsUpdateRequest {
 }
 
 export type DealSettingsUpdateResult =
-  | Success<200, {
-    data: DealSettings
-  }>
+  | Success<200, Data<DealSettings>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -5037,9 +4924,7 @@ export interface IntegrationsCreateRequest {
 }
 
 export type IntegrationsCreateResult =
-  | Success<201, {
-    data: IntegrationWithSecret
-  }>
+  | Success<201, Data<IntegrationWithSecret>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -5117,9 +5002,7 @@ export interface IntegrationsGetRequest {
 }
 
 export type IntegrationsGetResult =
-  | Success<200, {
-    data: Integration
-  }>
+  | Success<200, Data<Integration>>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -5157,9 +5040,7 @@ export interface IntegrationsUpdateRequest {
 }
 
 export type IntegrationsUpdateResult =
-  | Success<200, {
-    data: IntegrationWithSecret
-  }>
+  | Success<200, Data<IntegrationWithSecret>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -5178,11 +5059,7 @@ export interface IntegrationsDeleteRequest {
 }
 
 export type IntegrationsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -5330,11 +5207,7 @@ export interface ExportsDeleteRequest {
 }
 
 export type ExportsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -5660,82 +5533,7 @@ export interface TemplatesGetRequest {
 }
 
 export type TemplatesGetResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -5774,82 +5572,7 @@ export interface TemplatesUpdateByPostRequest {
 }
 
 export type TemplatesUpdateByPostResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -5892,82 +5615,7 @@ export interface TemplatesUpdateRequest {
 }
 
 export type TemplatesUpdateResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -5986,11 +5634,7 @@ export interface TemplatesDeleteRequest {
 }
 
 export type TemplatesDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -6144,15 +5788,7 @@ export interface TemplatesAddLanguageRequest {
 }
 
 export type TemplatesAddLanguageResult =
-  | Success<201, {
-    data: Array<{
-      id: number
-      language: string
-      channel_id: number | null
-      status: string
-      meta_status: string
-    }>
-  }>
+  | Success<201, TemplatesAddLanguageData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -6172,15 +5808,7 @@ export interface TemplatesDeleteLanguageRequest {
 }
 
 export type TemplatesDeleteLanguageResult =
-  | Success<200, {
-    data: Array<{
-      id: number
-      language: string
-      channel_id: number | null
-      status: string
-      meta_status: string
-    }>
-  }>
+  | Success<200, TemplatesAddLanguageData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -6298,82 +5926,7 @@ export interface TemplatesPublishRequest {
 }
 
 export type TemplatesPublishResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -6389,82 +5942,7 @@ export interface TemplatesArchiveRequest {
 }
 
 export type TemplatesArchiveResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -6480,82 +5958,7 @@ export interface TemplatesUnarchiveRequest {
 }
 
 export type TemplatesUnarchiveResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -6576,82 +5979,7 @@ export interface TemplatesSandboxStatusRequest {
 }
 
 export type TemplatesSandboxStatusResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      template_group_id: number
-      channel_type: {
-        id: number
-        key: string
-        name: string
-      }
-      channel: {
-        id: number
-        name: string
-        account_name: string | null
-      } | null
-      name: string
-      slug: string
-      language: string
-      category: string
-      status: string
-      meta_status: string
-      meta_status_reason: string | null
-      last_synced_at: string | null
-      external_id: string | null
-      body: string
-      parameters: Array<{
-        id: number
-        name: string
-        type: "text"
-        sample_value: string
-        position: number
-      }>
-      header_enabled: boolean
-      header_type: string | null
-      header_text: string | null
-      footer_enabled: boolean
-      footer_text: string | null
-      buttons_enabled: boolean
-      buttons: Array<{
-        id: number
-        type: "quick_reply" | "url" | "phone"
-        label: string
-        value: string | null
-        position: number
-      }>
-      labels: Array<string>
-      uses_count: number
-      logical_template: {
-        instances_count: number
-        assigned_channels_count: number
-        uses_count: number
-        languages: Array<string>
-        channels: Array<{
-          id: number
-          name: string
-          account_name: string | null
-          meta_status: string
-          meta_status_reason: string | null
-          last_synced_at: string | null
-        }>
-        meta_status_counts: {
-          [key: string]: number
-        }
-        meta_overall_status: string
-      }
-      versions: Array<{
-        id: number
-        language: string
-        channel_id: number | null
-        status: string
-        meta_status: string
-      }>
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, TemplatesGetData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -6685,9 +6013,7 @@ export interface TemplatesSendRequest {
 }
 
 export type TemplatesSendResult =
-  | Success<201, {
-    data: Message
-  }>
+  | Success<201, Data<Message>>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -6797,60 +6123,7 @@ export interface AutomationsCreateRequest {
 }
 
 export type AutomationsCreateResult =
-  | Success<201, {
-    data: {
-      id: string
-      companyId: number
-      name: string
-      description: string | null
-      status: "draft" | "active" | "paused" | "archived"
-      healthStatus: "ok" | "degraded" | "failing"
-      activeVersionId: string | null
-      latestVersionId: string | null
-      templateId: string | null
-      executionsCount: number
-      lastRunAt: string | null
-      createdAt: string
-      updatedAt: string
-      createdBy: number | null
-      updatedBy: number | null
-      nodes: Array<{
-        id: string
-        type: "trigger" | "action"
-        position?: {
-          x: number | "Infinity" | "-Infinity" | "NaN"
-          y: number | "Infinity" | "-Infinity" | "NaN"
-        } | null
-        actionId?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      edges: Array<{
-        id: string
-        source: string
-        target: string
-        label?: string | null
-        sourceHandle?: string | null
-        targetHandle?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      triggers: Array<{
-        id: string
-        channelType?: "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business" | null
-        channels?: Array<number> | null
-        event: "message.created" | "conversation.created" | "contact.created" | "contact.updated" | "deal.created" | "deal.stage_changed" | "tag.added"
-        conditionsJoiner?: "and" | "or" | null
-        conditions?: Array<{
-          type: "text_contains" | "text_equals" | "text_matches" | "message_type" | "is_first_message" | "has_tag" | "contact_field_equals" | "deal_stage_is"
-          value?: string | number | "Infinity" | "-Infinity" | "NaN" | boolean | null
-          field?: string | null
-        }> | null
-      }>
-    }
-  }>
+  | Success<201, AutomationsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -6891,60 +6164,7 @@ export interface AutomationsGetRequest {
 }
 
 export type AutomationsGetResult =
-  | Success<200, {
-    data: {
-      id: string
-      companyId: number
-      name: string
-      description: string | null
-      status: "draft" | "active" | "paused" | "archived"
-      healthStatus: "ok" | "degraded" | "failing"
-      activeVersionId: string | null
-      latestVersionId: string | null
-      templateId: string | null
-      executionsCount: number
-      lastRunAt: string | null
-      createdAt: string
-      updatedAt: string
-      createdBy: number | null
-      updatedBy: number | null
-      nodes: Array<{
-        id: string
-        type: "trigger" | "action"
-        position?: {
-          x: number | "Infinity" | "-Infinity" | "NaN"
-          y: number | "Infinity" | "-Infinity" | "NaN"
-        } | null
-        actionId?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      edges: Array<{
-        id: string
-        source: string
-        target: string
-        label?: string | null
-        sourceHandle?: string | null
-        targetHandle?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      triggers: Array<{
-        id: string
-        channelType?: "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business" | null
-        channels?: Array<number> | null
-        event: "message.created" | "conversation.created" | "contact.created" | "contact.updated" | "deal.created" | "deal.stage_changed" | "tag.added"
-        conditionsJoiner?: "and" | "or" | null
-        conditions?: Array<{
-          type: "text_contains" | "text_equals" | "text_matches" | "message_type" | "is_first_message" | "has_tag" | "contact_field_equals" | "deal_stage_is"
-          value?: string | number | "Infinity" | "-Infinity" | "NaN" | boolean | null
-          field?: string | null
-        }> | null
-      }>
-    }
-  }>
+  | Success<200, AutomationsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -6964,60 +6184,7 @@ export interface AutomationsUpdateRequest {
 }
 
 export type AutomationsUpdateResult =
-  | Success<200, {
-    data: {
-      id: string
-      companyId: number
-      name: string
-      description: string | null
-      status: "draft" | "active" | "paused" | "archived"
-      healthStatus: "ok" | "degraded" | "failing"
-      activeVersionId: string | null
-      latestVersionId: string | null
-      templateId: string | null
-      executionsCount: number
-      lastRunAt: string | null
-      createdAt: string
-      updatedAt: string
-      createdBy: number | null
-      updatedBy: number | null
-      nodes: Array<{
-        id: string
-        type: "trigger" | "action"
-        position?: {
-          x: number | "Infinity" | "-Infinity" | "NaN"
-          y: number | "Infinity" | "-Infinity" | "NaN"
-        } | null
-        actionId?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      edges: Array<{
-        id: string
-        source: string
-        target: string
-        label?: string | null
-        sourceHandle?: string | null
-        targetHandle?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      triggers: Array<{
-        id: string
-        channelType?: "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business" | null
-        channels?: Array<number> | null
-        event: "message.created" | "conversation.created" | "contact.created" | "contact.updated" | "deal.created" | "deal.stage_changed" | "tag.added"
-        conditionsJoiner?: "and" | "or" | null
-        conditions?: Array<{
-          type: "text_contains" | "text_equals" | "text_matches" | "message_type" | "is_first_message" | "has_tag" | "contact_field_equals" | "deal_stage_is"
-          value?: string | number | "Infinity" | "-Infinity" | "NaN" | boolean | null
-          field?: string | null
-        }> | null
-      }>
-    }
-  }>
+  | Success<200, AutomationsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -7036,11 +6203,7 @@ export interface AutomationsDeleteRequest {
 }
 
 export type AutomationsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -7092,60 +6255,7 @@ export interface AutomationsBuilderRequest {
 }
 
 export type AutomationsBuilderResult =
-  | Success<200, {
-    data: {
-      id: string
-      companyId: number
-      name: string
-      description: string | null
-      status: "draft" | "active" | "paused" | "archived"
-      healthStatus: "ok" | "degraded" | "failing"
-      activeVersionId: string | null
-      latestVersionId: string | null
-      templateId: string | null
-      executionsCount: number
-      lastRunAt: string | null
-      createdAt: string
-      updatedAt: string
-      createdBy: number | null
-      updatedBy: number | null
-      nodes: Array<{
-        id: string
-        type: "trigger" | "action"
-        position?: {
-          x: number | "Infinity" | "-Infinity" | "NaN"
-          y: number | "Infinity" | "-Infinity" | "NaN"
-        } | null
-        actionId?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      edges: Array<{
-        id: string
-        source: string
-        target: string
-        label?: string | null
-        sourceHandle?: string | null
-        targetHandle?: string | null
-        data?: {
-          [key: string]: unknown
-        } | null
-      }>
-      triggers: Array<{
-        id: string
-        channelType?: "msgr_a" | "msgr_a_business" | "msgr_b" | "msgr_c_business" | null
-        channels?: Array<number> | null
-        event: "message.created" | "conversation.created" | "contact.created" | "contact.updated" | "deal.created" | "deal.stage_changed" | "tag.added"
-        conditionsJoiner?: "and" | "or" | null
-        conditions?: Array<{
-          type: "text_contains" | "text_equals" | "text_matches" | "message_type" | "is_first_message" | "has_tag" | "contact_field_equals" | "deal_stage_is"
-          value?: string | number | "Infinity" | "-Infinity" | "NaN" | boolean | null
-          field?: string | null
-        }> | null
-      }>
-    }
-  }>
+  | Success<200, AutomationsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -7411,69 +6521,7 @@ export interface BroadcastsCreateRequest {
 }
 
 export type BroadcastsCreateResult =
-  | Success<201, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<201, BroadcastsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -7596,69 +6644,7 @@ export interface BroadcastsGetRequest {
 }
 
 export type BroadcastsGetResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -7728,69 +6714,7 @@ export interface BroadcastsUpdatePostRequest {
 }
 
 export type BroadcastsUpdatePostResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -7864,69 +6788,7 @@ export interface BroadcastsUpdateRequest {
 }
 
 export type BroadcastsUpdateResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<400, ErrorMessage>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
@@ -7945,11 +6807,7 @@ export interface BroadcastsDeleteRequest {
 }
 
 export type BroadcastsDeleteResult =
-  | Success<200, {
-    data: {
-      message: string
-    }
-  }>
+  | Success<200, MeChangePasswordData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -7964,69 +6822,7 @@ export interface BroadcastsDuplicateRequest {
 }
 
 export type BroadcastsDuplicateResult =
-  | Success<201, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<201, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8041,69 +6837,7 @@ export interface BroadcastsPublishRequest {
 }
 
 export type BroadcastsPublishResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8119,69 +6853,7 @@ export interface BroadcastsCancelRequest {
 }
 
 export type BroadcastsCancelResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8197,69 +6869,7 @@ export interface BroadcastsRunRequest {
 }
 
 export type BroadcastsRunResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8359,22 +6969,7 @@ export interface BroadcastsGetRunRequest {
 }
 
 export type BroadcastsGetRunResult =
-  | Success<200, {
-    data: {
-      id: number
-      broadcast_id: number
-      status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-      total: number
-      sent: number
-      delivered: number
-      read: number
-      failed: number
-      skipped: number
-      pending: number
-      started_at: string
-      completed_at: string | null
-    }
-  }>
+  | Success<200, BroadcastsGetRunData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8389,69 +6984,7 @@ export interface BroadcastsPauseRecurringRequest {
 }
 
 export type BroadcastsPauseRecurringResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8467,69 +7000,7 @@ export interface BroadcastsResumeRecurringRequest {
 }
 
 export type BroadcastsResumeRecurringResult =
-  | Success<200, {
-    data: {
-      id: number
-      company_id: number
-      name: string
-      status: "draft" | "scheduled" | "active" | "completed" | "failed" | "cancelled"
-      audience: {
-        segmentId: string | null
-        conditions: Array<unknown>
-        group_logic: string | null
-      }
-      channels: Array<{
-        id: number
-        mode: string
-      }>
-      content: unknown
-      schedule: unknown
-      recurring_schedule: {
-        rrule: string
-        timezone: string
-        paused: boolean
-        next_run_at: string | null
-      } | null
-      runs: Array<{
-        id: number
-        broadcast_id: number
-        status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        pending: number
-        started_at: string
-        completed_at: string | null
-      }>
-      stats: {
-        total: number
-        sent: number
-        delivered: number
-        read: number
-        failed: number
-        skipped: number
-        clicked: number
-        replied: number
-        byVariant: {
-          [key: string]: {
-            total: number
-            sent: number
-            delivered: number
-            read: number
-            failed: number
-            skipped: number
-            clicked: number
-            replied: number
-          }
-        }
-      }
-      created_at: string
-      updated_at: string
-    }
-  }>
+  | Success<200, BroadcastsCreateData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8546,22 +7017,7 @@ export interface BroadcastsPauseRunRequest {
 }
 
 export type BroadcastsPauseRunResult =
-  | Success<200, {
-    data: {
-      id: number
-      broadcast_id: number
-      status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-      total: number
-      sent: number
-      delivered: number
-      read: number
-      failed: number
-      skipped: number
-      pending: number
-      started_at: string
-      completed_at: string | null
-    }
-  }>
+  | Success<200, BroadcastsGetRunData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8578,22 +7034,7 @@ export interface BroadcastsResumeRunRequest {
 }
 
 export type BroadcastsResumeRunResult =
-  | Success<200, {
-    data: {
-      id: number
-      broadcast_id: number
-      status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-      total: number
-      sent: number
-      delivered: number
-      read: number
-      failed: number
-      skipped: number
-      pending: number
-      started_at: string
-      completed_at: string | null
-    }
-  }>
+  | Success<200, BroadcastsGetRunData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8610,22 +7051,7 @@ export interface BroadcastsCancelRunRequest {
 }
 
 export type BroadcastsCancelRunResult =
-  | Success<200, {
-    data: {
-      id: number
-      broadcast_id: number
-      status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-      total: number
-      sent: number
-      delivered: number
-      read: number
-      failed: number
-      skipped: number
-      pending: number
-      started_at: string
-      completed_at: string | null
-    }
-  }>
+  | Success<200, BroadcastsGetRunData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
@@ -8642,22 +7068,7 @@ export interface BroadcastsRetryFailedRequest {
 }
 
 export type BroadcastsRetryFailedResult =
-  | Success<200, {
-    data: {
-      id: number
-      broadcast_id: number
-      status: "processing" | "paused" | "completed" | "cancelled" | "failed"
-      total: number
-      sent: number
-      delivered: number
-      read: number
-      failed: number
-      skipped: number
-      pending: number
-      started_at: string
-      completed_at: string | null
-    }
-  }>
+  | Success<200, BroadcastsGetRunData>
   | Failure<401, UnauthenticatedEncoded>
   | Failure<403, ForbiddenEncoded | FeatureNotAvailableEncoded>
   | Failure<404, NotFoundEncoded>
