@@ -38,6 +38,8 @@ export interface Document {
     readonly schemas: Readonly<Record<string, JsonSchema>>
     readonly responses?: Readonly<Record<string, ResponseObject>>
   }
+  /** Event keys, each with the envelope its webhook delivers. */
+  readonly webhooks?: Readonly<Record<string, unknown>>
 }
 
 interface Entry {
@@ -116,6 +118,12 @@ const successBodies = (document: Document, entry: Entry) =>
   Object.entries(entry.operation.responses).filter(([status]) => isSuccess(status))
     .map(([, raw]) => bodyType(resolve(document, raw)))
 
+/** `{ data: X }` of a named X as `Data<X>`, the envelope most answers share. */
+const enveloped = (body: string) => {
+  const named = /^\{\n {4}data: (\w+)\n {2}\}$/.exec(body)
+  return named === null ? undefined : `Data<${named[1]}>`
+}
+
 /**
  * Success bodies written inline by more than one operation, each named once after the first of them
  * (`<Operation>Data`), so that the operations that share an answer share its type.
@@ -131,12 +139,6 @@ const sharedBodies = (document: Document, entries: ReadonlyArray<Entry>) => {
     }
   }
   return repeated
-}
-
-/** `{ data: X }` of a named X as `Data<X>`, the envelope most answers share. */
-const enveloped = (body: string) => {
-  const named = /^\{\n {4}data: (\w+)\n {2}\}$/.exec(body)
-  return named === null ? undefined : `Data<${named[1]}>`
 }
 
 const resultType = (document: Document, entry: Entry, shared: ReadonlyMap<string, string>) => {
@@ -168,6 +170,12 @@ const clientOf = (entries: ReadonlyArray<Entry>) => {
     `export const makeClient = (options: ClientOptions) => ({\n${body}\n})\n\nexport type Client = ReturnType<typeof makeClient>\n`
 }
 
+const eventKeys = (document: Document) => {
+  const keys = Object.keys(document.webhooks ?? {}).map((key) => `\n  | ${JSON.stringify(key)}`)
+  return `/** Every event key: the \`event\` of an \`EventEnvelope\` on webhooks, realtime and \`GET /v1/events\`. */\n` +
+    `export type EventKey =${keys.length === 0 ? " never" : keys.join("")}\n`
+}
+
 /** The client's source for a document; the same document always gives the same text. */
 export const generate = (document: Document): string => {
   const entries = entriesOf(document)
@@ -185,6 +193,7 @@ export const generate = (document: Document): string => {
     `export { ApiError, type CallOptions, type ClientOptions, type Failure, type Success, unwrap } from "./Runtime.ts"\n\n` +
     `/** The envelope of most answers. */\nexport type Data<T> = {\n  data: T\n}\n`,
     ...schemas,
+    eventKeys(document),
     ...answers,
     ...operations,
     clientOf(entries)
