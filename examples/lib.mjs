@@ -45,6 +45,22 @@ export const connect = (token) =>
     }
   })
 
+/** The company's private channel, once the gateway has accepted the subscription. */
+export const subscribed = (pusher, companyId) => {
+  const subscription = pusher.subscribe(`private-company.${companyId}`)
+  return new Promise((resolve, reject) => {
+    subscription.bind("pusher:subscription_succeeded", () => resolve(subscription))
+    subscription.bind("pusher:subscription_error", (error) => reject(new Error(`subscription refused: ${JSON.stringify(error)}`)))
+  })
+}
+
+/** The next event `key` on a subscription, as `{key, data}`; rejects after `ms`. */
+export const nextEvent = (subscription, key, ms = 15_000) =>
+  new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${key} within ${ms / 1000} s`)), ms)
+    subscription.bind(key, (envelope) => (clearTimeout(timer), resolve(keyAndData(envelope, key))))
+  })
+
 /** The key and payload of an event, whichever envelope field names the server uses. */
 export const keyAndData = (envelope, fallbackKey) => ({
   key: envelope?.event ?? envelope?.type ?? fallbackKey,

@@ -25,8 +25,8 @@ done
 export API="http://127.0.0.1:$port" REALTIME="ws://127.0.0.1:$realtime" DATA_DIR="$work/data"
 passed=0
 failed=0
-for example in send-and-listen webhooks export-contacts; do
-  if timeout 180 node "examples/$example.mjs"; then
+for example in send-and-listen broadcast-progress webhooks export-contacts; do
+  if timeout 180 node_modules/.bin/node "examples/$example.mjs"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

@@ -1,5 +1,6 @@
 /**
- * Operator CLI over the platform API (/platform/v1), for a running server.
+ * Operator CLI over the platform API (/platform/v1), for a running server, through the generated fetch
+ * client (src/client/fetch/).
  *
  *   npm run admin -- create-company --name "Acme" --email a@b.c [--plan business] [--admin-name "Ann"]
  *   npm run admin -- add-user --company 1 --email b@b.c --role agent [--name "Bob"]
@@ -21,6 +22,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { createInterface } from "node:readline/promises"
 import { parseArgs } from "node:util"
+import { ApiError, type Failure, makeClient, type Success } from "./client/fetch/Client.ts"
 
 const usage = `usage:
   admin create-company --name <name> --email <admin e-mail> [--password <password>]
@@ -117,78 +119,67 @@ const positive = (value: string | undefined, flag: string) => {
   return value
 }
 
-const call = async (values: Values, path: string, body?: unknown, method = "POST") => {
-  const url = `${baseUrl(values)}/platform/v1${path}`
-  const response = await fetch(url, {
-    method,
-    headers: {
-      authorization: `Bearer ${platformKey(values)}`,
-      accept: "application/json",
-      ...(body === undefined ? {} : { "content-type": "application/json" })
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) })
-  }).catch((cause: unknown) => {
-    throw new Error(`cannot reach ${url}: ${cause instanceof Error ? (cause.cause as Error | undefined)?.message ?? cause.message : String(cause)}`)
+const clientOf = (values: Values) => makeClient({ baseUrl: baseUrl(values), token: platformKey(values) }).platform
+
+/** The answer's JSON on success; a refusal becomes an error naming the status, the message and each field's errors. */
+const answer = async <R extends Success<number, unknown> | Failure<number, unknown>>(pending: Promise<R>, values: Values) => {
+  const result = await pending.catch((cause: unknown) => {
+    if (cause instanceof ApiError) throw new Error(cause.message)
+    const reason = cause instanceof Error ? (cause.cause as Error | undefined)?.message ?? cause.message : String(cause)
+    throw new Error(`cannot reach ${baseUrl(values)}: ${reason}`)
   })
-  const text = await response.text()
-  let parsed: any = text
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    // not JSON: reported as text below
-  }
-  if (!response.ok) {
-    const details = parsed?.errors !== undefined
-      ? "\n" + Object.entries(parsed.errors as Record<string, Array<string>>).map(([f, m]) => `  ${f}: ${m.join(" ")}`).join("\n")
-      : ""
-    throw new Error(`${response.status}: ${parsed?.message ?? text}${details}`)
-  }
-  return parsed
+  if (result.ok) return result.data
+  const body = result.error as { message?: string; errors?: Record<string, Array<string>> } | undefined
+  const details = Object.entries(body?.errors ?? {}).map(([field, messages]) => `\n  ${field}: ${messages.join(" ")}`).join("")
+  throw new Error(`${result.status}: ${body?.message ?? JSON.stringify(body)}${details}`)
 }
+
+type Plan = "free" | "business" | "pro"
+
+/** An enumerated option passed on as typed: the server checks it and answers 422 naming the field. */
+const checkedByServer = <T extends string>(value: string) => value as T
+
+const optional = <T extends string>(value: string | undefined) => value === undefined ? undefined : checkedByServer<T>(value)
 
 const commands: Record<string, (values: Values) => Promise<unknown>> = {
   "create-company": async (values) => {
     const email = required(values, "email")
     const name = required(values, "name")
-    return call(values, "/companies", {
+    const payload = {
       name,
-      ...(values.plan !== undefined ? { plan: values.plan } : {}),
-      ...(values["default-country"] !== undefined ? { default_country: values["default-country"] } : {}),
+      plan: optional<Plan>(values.plan),
+      default_country: values["default-country"],
       admin: { email, password: await password(values), name: values["admin-name"] ?? localPart(email) }
-    })
+    }
+    return answer(clientOf(values).createCompany({ payload }), values)
   },
   "add-user": async (values) => {
-    const company = companyId(values)
+    const id = companyId(values)
     const email = required(values, "email")
-    const role = required(values, "role")
-    return call(values, `/companies/${company}/users`, {
-      email,
-      password: await password(values),
-      name: values.name ?? localPart(email),
-      role
-    })
+    const role = checkedByServer<"admin" | "manager" | "agent">(required(values, "role"))
+    const payload = { email, password: await password(values), name: values.name ?? localPart(email), role }
+    return answer(clientOf(values).addUser({ params: { id }, payload }), values)
   },
   "list-companies": (values) => {
-    const query = new URLSearchParams()
-    const page = positive(values.page, "--page")
-    const perPage = positive(values["per-page"], "--per-page")
-    if (page !== undefined) query.set("page", page)
-    if (perPage !== undefined) query.set("perPage", perPage)
-    return call(values, `/companies${query.size > 0 ? `?${query}` : ""}`, undefined, "GET")
+    const query = { page: positive(values.page, "--page"), perPage: positive(values["per-page"], "--per-page") }
+    return answer(clientOf(values).listCompanies({ query }), values)
   },
-  "get-company": (values) => call(values, `/companies/${companyId(values)}`, undefined, "GET"),
+  "get-company": (values) => answer(clientOf(values).getCompany({ params: { id: companyId(values) } }), values),
   "update-company": (values) => {
-    const company = companyId(values)
-    const patch = {
-      ...(values.name !== undefined ? { name: values.name } : {}),
-      ...(values.plan !== undefined ? { plan: values.plan } : {}),
-      ...(values.status !== undefined ? { status: values.status } : {}),
-      ...(values["default-country"] !== undefined ? { default_country: values["default-country"] === "" ? null : values["default-country"] } : {})
+    const id = companyId(values)
+    const country = values["default-country"]
+    const payload = {
+      name: values.name,
+      plan: optional<Plan>(values.plan),
+      status: optional<"active" | "suspended">(values.status),
+      ...(country !== undefined ? { default_country: country === "" ? null : country } : {})
     }
-    if (Object.keys(patch).length === 0) throw new UsageError("give at least one of --name, --plan, --status, --default-country")
-    return call(values, `/companies/${company}`, patch, "PATCH")
+    if (Object.values(payload).every((v) => v === undefined)) {
+      throw new UsageError("give at least one of --name, --plan, --status, --default-country")
+    }
+    return answer(clientOf(values).updateCompany({ params: { id }, payload }), values)
   },
-  "rotate-platform-key": (values) => call(values, "/key/rotate")
+  "rotate-platform-key": (values) => answer(clientOf(values).rotateKey(), values)
 }
 
 const main = async () => {

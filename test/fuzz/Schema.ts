@@ -1,28 +1,7 @@
 import fc from "fast-check"
+import type { JsonSchema } from "../../scripts/client/Schema.ts"
 
-/** The parts of an OpenAPI 3.1 / JSON Schema document the generator reads. */
-export interface JsonSchema {
-  readonly $ref?: string
-  readonly type?: string | ReadonlyArray<string>
-  readonly enum?: ReadonlyArray<unknown>
-  readonly const?: unknown
-  readonly anyOf?: ReadonlyArray<JsonSchema>
-  readonly oneOf?: ReadonlyArray<JsonSchema>
-  readonly allOf?: ReadonlyArray<JsonSchema>
-  readonly properties?: Record<string, JsonSchema>
-  readonly required?: ReadonlyArray<string>
-  readonly additionalProperties?: boolean | JsonSchema
-  readonly items?: JsonSchema
-  readonly minItems?: number
-  readonly maxItems?: number
-  readonly minLength?: number
-  readonly maxLength?: number
-  readonly minimum?: number
-  readonly maximum?: number
-  readonly exclusiveMinimum?: number
-  readonly exclusiveMaximum?: number
-  readonly format?: string
-}
+export type { JsonSchema }
 
 export type Resolve = (schema: JsonSchema) => JsonSchema
 

@@ -2,7 +2,9 @@ import { assert } from "@effect/vitest"
 import { afterAll, beforeAll } from "vitest"
 import { sipDigests } from "../../src/telephony/Kamailio.ts"
 import { PbxSandbox } from "../../src/telephony/Pbx.ts"
+import { runMigrations } from "../../src/platform/Migrations.ts"
 import { addUser, cookieHeader, mobileLogin, setCookies } from "../auth/support.ts"
+import { onDatabase } from "../support/Databases.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, type Json, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import {
@@ -50,6 +52,9 @@ export const startTelephony = async (
   if (adapter === "kamailio") {
     const databaseUrl = process.env.DATABASE_URL
     if (databaseUrl === undefined) throw new Error("The Kamailio tests need PostgreSQL (DATABASE_URL): Kamailio reads the accounts there.")
+    // Kamailio reads its tables (version, subscriber, location) from the app's schema at start: on a
+    // new database they exist only once the migrations have run.
+    await onDatabase(databaseUrl, runMigrations)
     tls = makeTestCa(SIP_DOMAIN)
     try {
       if (options.media !== undefined) rtpengine = await startRtpengine()
