@@ -7,6 +7,11 @@ import { AppConfig } from "./platform/Config.ts"
 import { log, LoggingLayer } from "./platform/Logging.ts"
 import { RealtimeGateway } from "./realtime/Gateway.ts"
 import { SHUTDOWN_LIMIT_MS, shutdownBegins } from "./platform/Shutdown.ts"
+import { sinceProcessStart } from "./platform/StartupPhases.ts"
+
+/** The first phase of a start: the process up to here, mostly loading and compiling modules. */
+const ModulesLoaded = Layer.effectDiscard(Effect.flatMap(sinceProcessStart, (ms) =>
+  Effect.logInfo("startup phase").pipe(Effect.annotateLogs({ phase: "modules", ms }))))
 
 /** One info line once every port serves: what an operator checks first. */
 const Announce = Layer.effectDiscard(Effect.gen(function*() {
@@ -19,7 +24,8 @@ const Announce = Layer.effectDiscard(Effect.gen(function*() {
     http_port: server.address._tag === "UnixPathAddress" ? undefined : server.address.port,
     realtime_port: gateway.port,
     realtime_engine: gateway.engine,
-    node: process.version
+    node: process.version,
+    startup_ms: yield* sinceProcessStart
   }))
 }))
 
@@ -45,7 +51,7 @@ const messageOf = (error: unknown): string => {
   return message
 }
 
-const program = Layer.launch(Announce.pipe(Layer.provide(AppLayer), Layer.provide(LoggingLayer))).pipe(
+const program = Layer.launch(Announce.pipe(Layer.provide(AppLayer.pipe(Layer.provide(ModulesLoaded))), Layer.provide(LoggingLayer))).pipe(
   Effect.tapCause((cause) =>
     Effect.sync(() => {
       if (Cause.hasInterruptsOnly(cause)) return
