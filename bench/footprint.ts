@@ -77,7 +77,7 @@ const phasesOf = (log: string) => {
   for (const line of log.split("\n")) {
     if (!line.startsWith("{")) continue
     const entry = JSON.parse(line) as { msg?: string; phase?: string; ms?: number; startup_ms?: number }
-    if (entry.msg === "startup phase" && entry.phase !== undefined) phases.push({ phase: entry.phase, ms: entry.ms ?? NaN })
+    if (entry.msg?.startsWith("startup phase") === true && entry.phase !== undefined) phases.push({ phase: entry.phase, ms: entry.ms ?? NaN })
     if (entry.msg === "server ready") readyMs = entry.startup_ms
   }
   return { phases, readyMs }
@@ -131,7 +131,10 @@ const start = async (mode: Mode, name: string, dataDir: string): Promise<Start> 
   const seconds = (performance.now() - began) / 1000
   const cpuMs = cpuMsOf([pid])
   clearInterval(sampler)
-  const { phases, readyMs } = phasesOf(readFileSync(join(ws.dir, `${name}.log`), "utf8"))
+  // The logger writes asynchronously: the ready line may land a moment after the first answer.
+  const log = () => readFileSync(join(ws.dir, `${name}.log`), "utf8")
+  for (let waited = 0; !log().includes("\"server ready\"") && waited < 30_000; waited += 100) await sleep(100)
+  const { phases, readyMs } = phasesOf(log())
   return { child, pid, seconds, cpuMs, samples, phases, readyMs }
 }
 
