@@ -18,14 +18,14 @@
  *   BENCH_NODE_FLAGS="--max-semi-space-size=4"  extra flags before the start script's own
  */
 import type { ChildProcess } from "node:child_process"
-import { readdirSync, readFileSync } from "node:fs"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { requestedModes } from "./support/App.ts"
 import { benchDatabase, type BenchDatabase } from "./support/Database.ts"
 import { cpuMsOf, freePort, root, runBench, sleep, stop, workspace } from "./support/Processes.ts"
 import { recordResults } from "./support/Results.ts"
 import { machine } from "./support/Report.ts"
-import { answers } from "../test/support/Processes.ts"
+import { answers, childrenOf } from "../test/support/Processes.ts"
 
 const SETTLE_S = Number(process.env.BENCH_SETTLE_S ?? 15)
 const GOAL_RSS_MB = { embedded: 250, server: 180 } as const
@@ -51,17 +51,6 @@ const statusKb = (pid: number, field: string): number => {
     return 0
   }
 }
-
-/** The pids of `pid`'s children (a loader's helper process counts toward what the server costs). */
-const childrenOf = (pid: number): Array<number> =>
-  readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((p) => {
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8")
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid
-    } catch {
-      return false
-    }
-  })
 
 const rssMb = (pid: number) => [pid, ...childrenOf(pid)].reduce((sum, p) => sum + statusKb(p, "VmRSS"), 0) / 1024
 

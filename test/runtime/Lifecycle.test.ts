@@ -3,12 +3,11 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
-import { readdirSync, readFileSync } from "node:fs"
 import { connect } from "node:net"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { stickerSet, telegramChannel } from "../stickers/telegram.ts"
 import { unique } from "../support/Ids.ts"
-import { answers, freePort, root, sleep } from "../support/Processes.ts"
+import { answers, childrenOf, freePort, root, sleep } from "../support/Processes.ts"
 import { createCompany, request, type RunningServer } from "../support/TestServer.ts"
 
 // Real server processes (src/main.ts under the Node running the tests), on DATABASE_URL when set.
@@ -41,17 +40,6 @@ const launch = async (extraEnv: Record<string, string> = {}, command: ReadonlyAr
   )
   return { child, port, url: `http://127.0.0.1:${port}`, platformKey, output: () => output.slice(-4000), exited }
 }
-
-/** The processes whose parent is `pid` (Linux: read from /proc). */
-const childrenOf = (pid: number): Array<number> =>
-  readdirSync("/proc").filter((entry) => /^\d+$/.test(entry)).map(Number).filter((candidate) => {
-    try {
-      const stat = readFileSync(`/proc/${candidate}/stat`, "utf8")
-      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid
-    } catch {
-      return false
-    }
-  })
 
 const alive = (pid: number) => {
   try {
