@@ -46,7 +46,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    // The composition root (src/App.ts, Api.ts, Http.ts, main.ts, admin.ts) wires every area and may import anything.
+    // The composition root (src/App.ts, Api.ts, Http.ts, main.ts, Launch.ts, admin.ts) wires every area and may import anything.
     exclude: { path: "^src/[^/]+\\.ts$" },
     parser: "swc",
     tsPreCompilationDeps: true,

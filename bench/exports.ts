@@ -68,7 +68,7 @@ const copySql = (companyId: number) => `
 const exportTo = (url: string, companyId: number, format: "csv" | "xlsx", file: string) =>
   runLikeApp(url, Effect.gen(function*() {
     const repo = yield* ExportsRepo
-    const writer = fileWriter(format, file, messageColumns, "messages")
+    const writer = yield* fileWriter(format, file, messageColumns, "messages")
     const base = process.memoryUsage().rss
     let peak = base
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 50)

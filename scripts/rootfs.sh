@@ -42,7 +42,8 @@ build() {
   base="$CACHE/debian-$SUITE-minbase-$(echo "$PACKAGES" | sha256sum | cut -c1-12).tar"
   if [[ ! -s "$base" ]]; then
     echo "rootfs: debootstrapping Debian $SUITE (minbase + $PACKAGES) into $base"
-    mmdebstrap --quiet --variant=minbase --include="$PACKAGES" "$SUITE" "$base.tmp"
+    # mmdebstrap picks the output's format by its name: without --format a ".tmp" target becomes a directory.
+    mmdebstrap --quiet --variant=minbase --format=tar --include="$PACKAGES" "$SUITE" "$base.tmp"
     mv "$base.tmp" "$base"
   fi
   rm -rf "$dir" && mkdir -p "$dir"

@@ -27,6 +27,7 @@ import { Jobs } from "./platform/Jobs.ts"
 import { MigrationsLayer } from "./platform/Migrations.ts"
 import { SqlLayer } from "./platform/Sql.ts"
 import { gatedServer } from "./platform/StartupGate.ts"
+import { phase } from "./platform/StartupPhases.ts"
 import { RealtimeLayer } from "./realtime/Realtime.ts"
 import { PbxFromConfig } from "./telephony/Kamailio.ts"
 import { ChannelAccess } from "./auth/ChannelAccess.ts"
@@ -41,14 +42,16 @@ import { MetricsLayer, TracingLayer } from "./Observability.ts"
 
 
 /** The database, after migrations have run. */
-const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
+const Database = phase("migrations", MigrationsLayer).pipe(Layer.provideMerge(phase("database", SqlLayer)))
 
-const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
+const Cluster = phase("cluster", CompanyEntities.pipe(Layer.provideMerge(ClusterLayer)))
 
-const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
-  Layer.provideMerge(Notices.layer),
-  Layer.provideMerge(Cluster)
-)
+const Platform = phase(
+  "services",
+  Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+    Layer.provideMerge(Notices.layer)
+  )
+).pipe(Layer.provideMerge(Cluster))
 
 const Server = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
@@ -81,17 +84,17 @@ const AutomationCluster = Layer.mergeAll(
 )
 
 export const makeApp = (config: Layer.Layer<AppConfig, unknown>) =>
-  Server.pipe(
-    Layer.provideMerge(BackgroundLayer),
+  phase("http", Server).pipe(
+    Layer.provideMerge(phase("background", BackgroundLayer)),
     Layer.provideMerge(AutomationCluster),
     Layer.provideMerge(Layer.mergeAll(BroadcastRunEntities, BroadcastRunDriverLayer)),
-    Layer.provideMerge(RealtimeLayer),
+    Layer.provideMerge(phase("realtime", RealtimeLayer)),
     Layer.provideMerge(Layer.mergeAll(ConversationEntities.pipe(Layer.provide(Sender.layer)), SendLaneLayer)),
     Layer.provideMerge(Layer.mergeAll(BlobStore.layer, SignedUrls.layer, Imaging.layer)),
     Layer.provideMerge(Platform),
     Layer.provideMerge(Database),
     Layer.provideMerge(HeapPolicyLayer),
-    Layer.provideMerge(config),
+    Layer.provideMerge(phase("config", config)),
     Layer.provide(TracingLayer),
     Layer.provide(LoggingLayer)
   )

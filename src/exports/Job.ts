@@ -202,7 +202,7 @@ export const ExportHandler = jobHandler(ExportJob, Effect.gen(function*() {
       const written = yield* Effect.gen(function*() {
         const scope = yield* scopeOf(companyId, row)
         const header = row.type === "messages" ? messageColumns : contactColumns
-        const writer = fileWriter(row.format, temporary, header, row.type)
+        const writer = yield* fileWriter(row.format, temporary, header, row.type)
         const rows = yield* writeAll(job, row, scope, writer).pipe(Effect.onError(() => Effect.sync(() => writer.abort())))
         const size = yield* Effect.promise(() => stat(temporary).then((s) => s.size))
         yield* store.moveIn(temporary, path)

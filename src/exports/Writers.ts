@@ -1,7 +1,9 @@
-import ExcelJS from "exceljs"
+import { Effect } from "effect"
+import type ExcelJS from "exceljs"
 import { type EventEmitter, once } from "node:events"
 import { closeSync, createWriteStream, openSync, type WriteStream, writeSync } from "node:fs"
 import type { ExportFormat } from "./Domain.ts"
+import { lazyModule } from "../platform/LazyModule.ts"
 import type { Batch, BatchShape } from "./Repo.ts"
 
 /** A cell as read from the database: text, number, boolean or nothing. */
@@ -107,12 +109,12 @@ interface StreamState {
 /** Bytes of sheet XML allowed to wait for the compressor before the writer waits for it. */
 const xlsxBacklog = 4 * 2 ** 20
 
-const xlsxWriter = (file: string, header: ReadonlyArray<string>, sheet: string): FileWriter => {
+const xlsxWriter = (excel: typeof ExcelJS, file: string, header: ReadonlyArray<string>, sheet: string): FileWriter => {
   const out = createWriteStream(file, { flags: "wx", mode: 0o640 })
   const failed = new Promise<never>((_, reject) => out.once("error", reject))
   failed.catch(() => undefined)
   // Inline strings and no styles: every committed row goes straight to the zip stream.
-  const workbook = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false })
+  const workbook = new excel.stream.xlsx.WorkbookWriter({ stream: out, useStyles: false, useSharedStrings: false })
   const worksheet = workbook.addWorksheet(sheet)
   worksheet.addRow([...header]).commit()
   /**
@@ -150,8 +152,15 @@ const xlsxWriter = (file: string, header: ReadonlyArray<string>, sheet: string):
   }
 }
 
-export const fileWriter = (format: ExportFormat, file: string, header: ReadonlyArray<string>, sheet: string): FileWriter =>
-  format === "csv" ? csvWriter(file, header) : format === "json" ? jsonWriter(file, header) : xlsxWriter(file, header, sheet)
+/** exceljs, loaded by the first spreadsheet export. */
+const loadExcel = lazyModule(() => import("exceljs").then((module) => module.default))
+
+export const fileWriter = (format: ExportFormat, file: string, header: ReadonlyArray<string>, sheet: string): Effect.Effect<FileWriter> =>
+  format === "csv"
+    ? Effect.sync(() => csvWriter(file, header))
+    : format === "json"
+    ? Effect.sync(() => jsonWriter(file, header))
+    : Effect.map(loadExcel, (excel) => xlsxWriter(excel, file, header, sheet))
 
 export const mimeTypes: Record<ExportFormat, string> = {
   csv: "text/csv",

@@ -1,10 +1,9 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { HttpServerResponse } from "effect/http"
-import sharp from "sharp"
 import type { NotFound } from "../platform/Errors.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
 import { bytesFileResponse, fileResponse } from "../platform/files/FileResponse.ts"
-import { Imaging, maxDecodePixels, thumbnailPath, webpOfWidth } from "../platform/files/Imaging.ts"
+import { Imaging, loadSharp, maxDecodePixels, thumbnailPath, webpOfWidth } from "../platform/files/Imaging.ts"
 
 /** Spec: a WebP preview at most 256 px wide for a decodable image wider than that; the original otherwise. */
 export const previewWidth = 256
@@ -23,7 +22,8 @@ const formatMime: Record<string, string> = {
 
 /** Width as displayed (EXIF orientations 5-8 swap the axes), or None when sharp cannot decode it within the limits. */
 const displayedWidth = (input: string | Uint8Array) =>
-  Effect.tryPromise(() => sharp(input, { limitInputPixels: maxDecodePixels, failOn: "error", animated: false }).metadata()).pipe(
+  Effect.flatMap(loadSharp, (sharp) =>
+    Effect.tryPromise(() => sharp(input, { limitInputPixels: maxDecodePixels, failOn: "error", animated: false }).metadata())).pipe(
     Effect.map((meta) =>
       meta.width === undefined
         ? Option.none()

@@ -1,6 +1,5 @@
 import { Clock, Context, Data, Duration, Effect, Fiber, Layer, Option, Redacted, type Result } from "effect"
 import { SqlClient } from "effect/sql"
-import { createTransport } from "nodemailer"
 import { AppConfig } from "./Config.ts"
 import { drainBudgetMs, wallSleep } from "./Shutdown.ts"
 
@@ -58,6 +57,8 @@ export class MailTransport extends Context.Service<MailTransport, {
             )
         })
       }
+      // Loaded only where mail is sent: a server without SMTP_URL never needs it.
+      const { createTransport } = yield* Effect.promise(() => import("nodemailer"))
       const transport = createTransport(withTimeouts(Redacted.value(config.smtpUrl.value)), { from: config.mailFrom })
       yield* Effect.addFinalizer(() => Effect.sync(() => transport.close()))
       return MailTransport.of({

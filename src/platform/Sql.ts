@@ -37,6 +37,13 @@ const socketDirectory = (dataDir: string, memory: boolean) => {
   return { dir: mkdtempSync(join(tmpdir(), "crm-pg-")), temporary: true }
 }
 
+/**
+ * PostgreSQL zeroes its shared buffers when it starts, so inside PGlite's WebAssembly memory they are
+ * resident from the first second: the default 128 MB was a fifth of an idle server's memory. The embedded
+ * database serves one process over one connection; 16 MB holds its hot pages.
+ */
+const EMBEDDED_SETTINGS = ["shared_buffers = 16MB"]
+
 const embedded = (dataDir: string) =>
   Layer.unwrap(Effect.gen(function*() {
     const memory = dataDir === "memory://"
@@ -46,7 +53,7 @@ const embedded = (dataDir: string) =>
     const path = `${socket.dir}/.s.PGSQL.5432`
     yield* Effect.acquireRelease(
       Effect.promise(async () => {
-        const db = await PGlite.create({ dataDir: dir, extensions: { pg_trgm } })
+        const db = await PGlite.create({ dataDir: dir, extensions: { pg_trgm }, postgresqlconf: EMBEDDED_SETTINGS })
         // A socket left by a process that was killed would refuse the bind.
         rmSync(path, { force: true })
         const server = new PGLiteSocketServer({ db, path })

@@ -37,6 +37,15 @@ type Members = Map<number, { readonly info: unknown; sockets: number }>
 type Socket = TransportSocket<Connection>
 
 const MAX_PAYLOAD_BYTES = 16 * 1024
+
+/**
+ * A channel of more subscribers than SCAN_ALWAYS has their buffered bytes read on one publish in
+ * SCAN_EVERY: on uWS each read is a call into the addon, thousands per publish on a company channel.
+ * A slow consumer then passes the soft cap by at most SCAN_EVERY - 1 frames before it is closed with
+ * 4100; the transport's own limit (twice the cap) stops it in any case.
+ */
+const SCAN_ALWAYS = 64
+const SCAN_EVERY = 8
 const DEFAULT_MAX_BACKPRESSURE_BYTES = 1024 * 1024
 // Idleness counts from the last inbound frame. pusher-js pings after `activity_timeout` of silence
 // and waits 30 s for the pong; the transport also sends protocol pings near the deadline (answered by browsers).
@@ -80,6 +89,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
         const prefix = (options.path ?? "").replace(/\/+$/, "")
         const sockets = new Set<Socket>()
         const subscribers = new Map<string, Set<Socket>>()
+        const unscanned = new WeakMap<Set<Socket>, number>()
         let closing = false
 
         const presence = new Map<string, Members>()
@@ -242,9 +252,14 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           const set = subscribers.get(channel)
           if (set === undefined) return
           const message = Pusher.channelEvent(channel, event, data)
+          const skipped = unscanned.get(set) ?? 0
+          const scan = set.size <= SCAN_ALWAYS || skipped + 1 >= SCAN_EVERY
+          unscanned.set(set, scan ? 0 : skipped + 1)
           let slow: Array<Socket> | undefined
-          for (const ws of set) {
-            if (ws.bufferedAmount() > softCap) (slow ??= []).push(ws)
+          if (scan) {
+            for (const ws of set) {
+              if (ws.bufferedAmount() > softCap) (slow ??= []).push(ws)
+            }
           }
           if (slow !== undefined) {
             const socketIds = slow.map((ws) => ws.data.socketId)

@@ -1,6 +1,5 @@
 import { Data, Effect } from "effect"
-import sharp from "sharp"
-import { maxDecodePixels } from "../platform/files/Imaging.ts"
+import { loadSharp, maxDecodePixels } from "../platform/files/Imaging.ts"
 import { maxInputBytes } from "./Domain.ts"
 
 export const stickerSide = 512
@@ -60,6 +59,7 @@ export const convertToSticker = (bytes: Uint8Array): Effect.Effect<ConvertedStic
       return yield* reject("file_too_large", `The file is larger than ${maxInputBytes / 1024 / 1024} MB.`)
     }
     if (sniffFormat(bytes) === null) return yield* reject("unsupported_format", "Only PNG, JPEG and WebP images are accepted.")
+    const sharp = yield* loadSharp
     const options = { limitInputPixels: maxDecodePixels, failOn: "error", autoOrient: true, pages: 1 } as const
     const meta = yield* Effect.tryPromise({ try: () => sharp(bytes, options).metadata(), catch: decodeFailure })
     if ((meta.width ?? 0) * (meta.pageHeight ?? meta.height ?? 0) > maxDecodePixels) {

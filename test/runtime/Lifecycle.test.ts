@@ -3,18 +3,21 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
+import { connect } from "node:net"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { stickerSet, telegramChannel } from "../stickers/telegram.ts"
 import { unique } from "../support/Ids.ts"
-import { answers, freePort, root, sleep } from "../support/Processes.ts"
+import { answers, childrenOf, freePort, root, sleep } from "../support/Processes.ts"
 import { createCompany, request, type RunningServer } from "../support/TestServer.ts"
 
 // Real server processes (src/main.ts under the Node running the tests), on DATABASE_URL when set.
 
-const launch = async (extraEnv: Record<string, string> = {}) => {
+const direct = [process.execPath, "--import", "tsx", "src/main.ts"] as const
+
+const launch = async (extraEnv: Record<string, string> = {}, command: ReadonlyArray<string> = direct) => {
   const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
   const platformKey = `lifecycle-${unique()}`
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(command[0], command.slice(1), {
     cwd: root,
     env: {
       ...process.env,
@@ -35,8 +38,25 @@ const launch = async (extraEnv: Record<string, string> = {}) => {
   const exited = new Promise<{ readonly code: number | null; readonly at: number }>((resolve) =>
     child.once("exit", (code) => resolve({ code, at: Date.now() }))
   )
-  return { child, url: `http://127.0.0.1:${port}`, platformKey, output: () => output.slice(-4000), exited }
+  return { child, port, url: `http://127.0.0.1:${port}`, platformKey, output: () => output.slice(-4000), exited }
 }
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Whether something accepts connections on the port: a server left running after its parent would. */
+const listening = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port })
+    socket.once("connect", () => (socket.destroy(), resolve(true)))
+    socket.once("error", () => resolve(false))
+  })
 
 const untilReady = async (server: Awaited<ReturnType<typeof launch>>) => {
   const deadline = Date.now() + 90_000
@@ -44,6 +64,70 @@ const untilReady = async (server: Awaited<ReturnType<typeof launch>>) => {
     assert.isBelow(Date.now(), deadline, `not ready:\n${server.output()}`)
     assert.isNull(server.child.exitCode, server.output())
     await sleep(100)
+  }
+}
+
+/**
+ * Starts `command`, sends SIGTERM to its process while five requests are in flight, and checks the drain:
+ * each answered 201, a new connection refused, exit 0 within 10 s. Answers the processes the command had
+ * started (the server itself when the command is a wrapper) and the API port.
+ */
+const drainsOnSigterm = async (command: ReadonlyArray<string>) => {
+  const server = await launch({}, command)
+  try {
+    const deadline = Date.now() + 90_000
+    while (!(await answers(`${server.url}/ready`, 2_000))) {
+      assert.isBelow(Date.now(), deadline, `not ready:\n${server.output()}`)
+      assert.isNull(server.child.exitCode, server.output())
+      await sleep(100)
+    }
+    // Requests whose bodies are still arriving when the signal lands: in flight for about a second.
+    const slowCreate = (n: number) => {
+      const body = JSON.stringify({
+        name: `Drain ${n} ${unique()}`,
+        plan: "business",
+        admin: { email: `drain-${n}-${unique()}@example.test`, password: "password-123", name: "Drain" }
+      })
+      const half = body.length >> 1
+      const stream = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode(body.slice(0, half)))
+          await sleep(1_000)
+          controller.enqueue(new TextEncoder().encode(body.slice(half)))
+          controller.close()
+        }
+      })
+      return fetch(`${server.url}/platform/v1/companies`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.platformKey}`, "content-type": "application/json", accept: "application/json" },
+        body: stream,
+        duplex: "half",
+        signal: AbortSignal.timeout(15_000)
+      } as RequestInit).then(async (response) => ({ status: response.status, body: await response.text() }))
+    }
+    const inFlight = [1, 2, 3, 4, 5].map(slowCreate)
+    await sleep(300)
+    const started = childrenOf(server.child.pid!)
+    const signalled = Date.now()
+    server.child.kill("SIGTERM")
+    await sleep(100)
+    const late = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2_000) }).then(
+      (response) => `answered ${response.status}`,
+      (error: unknown) => (error instanceof Error && error.name === "TimeoutError" ? "timed out" : "refused")
+    )
+    const results = await Promise.all(inFlight)
+    for (const result of results) assert.strictEqual(result.status, 201, `${result.body}\n${server.output()}`)
+    assert.strictEqual(late, "refused", "a new connection after SIGTERM is refused")
+    const exit = await Promise.race([server.exited, sleep(12_000).then(() => undefined)])
+    assert.isDefined(exit, `still running 12 s after SIGTERM:\n${server.output()}`)
+    assert.strictEqual(exit!.code, 0, server.output())
+    assert.isBelow(exit!.at - signalled, 10_000, server.output())
+    // Nothing buffered is lost: the last lines written before exit are there.
+    assert.include(server.output(), "\"msg\":\"shut down\"", server.output())
+    return Object.assign(started, { port: server.port })
+  } finally {
+    if (server.child.exitCode === null) server.child.kill("SIGKILL")
+    await server.exited
   }
 }
 
@@ -82,62 +166,15 @@ describe("server process lifecycle", () => {
     }
   }, 120_000)
 
-  it("on SIGTERM stops accepting, lets in-flight requests finish and exits 0 within 10 s", async () => {
-    const server = await launch()
-    try {
-      const deadline = Date.now() + 90_000
-      while (!(await answers(`${server.url}/ready`, 2_000))) {
-        assert.isBelow(Date.now(), deadline, `not ready:\n${server.output()}`)
-        assert.isNull(server.child.exitCode, server.output())
-        await sleep(100)
-      }
-      // Requests whose bodies are still arriving when the signal lands: in flight for about a second.
-      const slowCreate = (n: number) => {
-        const body = JSON.stringify({
-          name: `Drain ${n} ${unique()}`,
-          plan: "business",
-          admin: { email: `drain-${n}-${unique()}@example.test`, password: "password-123", name: "Drain" }
-        })
-        const half = body.length >> 1
-        const stream = new ReadableStream<Uint8Array>({
-          async start(controller) {
-            controller.enqueue(new TextEncoder().encode(body.slice(0, half)))
-            await sleep(1_000)
-            controller.enqueue(new TextEncoder().encode(body.slice(half)))
-            controller.close()
-          }
-        })
-        return fetch(`${server.url}/platform/v1/companies`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${server.platformKey}`, "content-type": "application/json", accept: "application/json" },
-          body: stream,
-          duplex: "half",
-          signal: AbortSignal.timeout(15_000)
-        } as RequestInit).then(async (response) => ({ status: response.status, body: await response.text() }))
-      }
-      const inFlight = [1, 2, 3, 4, 5].map(slowCreate)
-      await sleep(300)
-      const signalled = Date.now()
-      server.child.kill("SIGTERM")
-      await sleep(100)
-      const late = await fetch(`${server.url}/health`, { signal: AbortSignal.timeout(2_000) }).then(
-        (response) => `answered ${response.status}`,
-        (error: unknown) => (error instanceof Error && error.name === "TimeoutError" ? "timed out" : "refused")
-      )
-      const results = await Promise.all(inFlight)
-      for (const result of results) assert.strictEqual(result.status, 201, `${result.body}\n${server.output()}`)
-      assert.strictEqual(late, "refused", "a new connection after SIGTERM is refused")
-      const exit = await Promise.race([server.exited, sleep(12_000).then(() => undefined)])
-      assert.isDefined(exit, `still running 12 s after SIGTERM:\n${server.output()}`)
-      assert.strictEqual(exit!.code, 0, server.output())
-      assert.isBelow(exit!.at - signalled, 10_000, server.output())
-      // Nothing buffered is lost: the last lines written before exit are there.
-      assert.include(server.output(), "\"msg\":\"shut down\"", server.output())
-    } finally {
-      if (server.child.exitCode === null) server.child.kill("SIGKILL")
-      await server.exited
-    }
+  it("on SIGTERM stops accepting, lets in-flight requests finish and exits 0 within 10 s", () => drainsOnSigterm(direct), 150_000)
+
+  // What the README tells users to run: the signal goes to npm's process, as a supervisor would send it.
+  it.runIf(process.platform === "linux")("`npm start` on SIGTERM drains the same way, and no server process outlives it", async () => {
+    const left = await drainsOnSigterm(["npm", "start", "--silent"])
+    assert.deepStrictEqual(left.filter(alive), [], "a process started by npm outlived it")
+    assert.isFalse(await listening(left.port), "the API port still accepts connections after npm exited")
   }, 150_000)
+
 
   // Needs the server's database from outside to see the job; embedded mode keeps it in the process.
   it.runIf(process.env.DATABASE_URL)("on SIGTERM lets a job in flight finish (or hands it back), leaves none leased and exits 0 within 10 s", async () => {

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { createServer, type Server } from "node:http"
 import { unique } from "../support/Ids.ts"
-import { answers, freePort, sleep, spawnServer } from "../support/Processes.ts"
+import { freePort, sleep, spawnServer } from "../support/Processes.ts"
 import { createCompany, request, type TestServer } from "../support/TestServer.ts"
 
-// Real server processes (src/main.ts, and `npm start` as the README tells users), on DATABASE_URL when set.
+// Real server processes (src/main.ts), on DATABASE_URL when set.
 
 const launch = async (command: ReadonlyArray<string> | undefined, env: Record<string, string> = {}) => {
   const metricsPort = await freePort()
@@ -105,23 +105,6 @@ describe("metrics and traces", () => {
     } finally {
       await app.process.stop()
       await receiver.close()
-    }
-  }, 360_000)
-})
-
-describe("signals", () => {
-  it("`npm start` stops on SIGTERM sent to the npm process: the server drains and exits, nothing is left listening", async () => {
-    const app = await launch(["npm", "start"])
-    try {
-      // npm runs the script through `sh -c`: the script's `exec` makes node that shell, so npm's forwarded SIGTERM reaches it.
-      process.kill(app.process.pid!, "SIGTERM")
-      const deadline = Date.now() + 15_000
-      while (!app.process.output().includes("shut down") && Date.now() < deadline) await sleep(200)
-      assert.include(app.process.output(), "shutting down")
-      assert.include(app.process.output(), "shut down")
-      assert.isFalse(await answers(`${app.server.url}/health`, 1_000), `the server outlived npm:\n${app.process.output().slice(-4000)}`)
-    } finally {
-      await app.process.stop()
     }
   }, 360_000)
 })

@@ -55,7 +55,7 @@ const main = async () => {
   const started = Date.now()
   // The image's command (Dockerfile CMD), as the PID the signal goes to.
   child = spawn("bash", [`${root}/scripts/rootfs.sh`, "run", rootfs, "/usr/bin/env", "-i", ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
-    "/usr/local/bin/node", "--import", "tsx", "src/main.ts"], { stdio: ["ignore", "pipe", "pipe"] })
+    "/usr/local/bin/node", "--max-semi-space-size=8", "src/main.ts"], { stdio: ["ignore", "pipe", "pipe"] })
   child.stdout.on("data", (d) => (output += d))
   child.stderr.on("data", (d) => (output += d))
   exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })))

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
+import { readdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 
@@ -64,6 +65,25 @@ export const stopChild = async (child: ChildProcess, graceMs: number) => {
 }
 
 /** Whether `url` answers 2xx within `timeoutMs` (a refused connection or a timeout is a no). */
+/** The pids of the processes whose parent is `pid` (Linux, read from /proc; none elsewhere). */
+export const childrenOf = (pid: number): Array<number> => {
+  const entries = (() => {
+    try {
+      return readdirSync("/proc")
+    } catch {
+      return []
+    }
+  })()
+  return entries.filter((entry) => /^\d+$/.test(entry)).map(Number).filter((candidate) => {
+    try {
+      const stat = readFileSync(`/proc/${candidate}/stat`, "utf8")
+      return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === pid
+    } catch {
+      return false
+    }
+  })
+}
+
 export const answers = (url: string, timeoutMs: number) =>
   fetch(url, { signal: AbortSignal.timeout(timeoutMs) }).then((r) => r.ok, () => false)
 

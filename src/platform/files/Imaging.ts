@@ -1,5 +1,8 @@
 import { Context, Effect, Layer, Semaphore } from "effect"
-import sharp from "sharp"
+import { lazyModule } from "../LazyModule.ts"
+
+/** libvips and its bindings, loaded by the first image a request decodes. */
+export const loadSharp = lazyModule(() => import("sharp").then((module) => module.default))
 
 /** The spec's decode budget (also the sticker limit): larger images are refused or get no preview. */
 export const maxDecodePixels = 25_000_000
@@ -9,13 +12,14 @@ export const thumbnailPath = (storagePath: string, width: number) => `${storageP
 
 /** A WebP `width` px wide (never enlarged), turned upright; fails when the input does not decode within the budget. */
 export const webpOfWidth = (input: string | Uint8Array, width: number) =>
-  Effect.tryPromise(() =>
-    sharp(input, { limitInputPixels: maxDecodePixels, failOn: "error", animated: false })
-      .rotate()
-      .resize({ width, withoutEnlargement: true })
-      .webp({ quality: 80 })
-      .toBuffer()
-  ).pipe(Effect.map((buffer) => new Uint8Array(buffer)))
+  Effect.flatMap(loadSharp, (sharp) =>
+    Effect.tryPromise(() =>
+      sharp(input, { limitInputPixels: maxDecodePixels, failOn: "error", animated: false })
+        .rotate()
+        .resize({ width, withoutEnlargement: true })
+        .webp({ quality: 80 })
+        .toBuffer()
+    )).pipe(Effect.map((buffer) => new Uint8Array(buffer)))
 
 /**
  * The runner's image decoding budget: thumbnails, photo previews and sticker conversions take a
