@@ -44,6 +44,8 @@ export default Effect.gen(function*() {
       (company_id, reader_id, status, priority, assigned_user_id, assigned_team_id, channel_ids, has_inbound) NULLS NOT DISTINCT`
   yield* sql`CREATE INDEX conversation_counts_zero_idx ON conversation_counts (company_id) WHERE n = 0`
   yield* sql`CREATE INDEX conversation_count_deltas_company_idx ON conversation_count_deltas (company_id, reader_id)`
+  // A queue: rows live seconds. Vacuumed often, so that counts never read pages of folded deltas.
+  yield* sql`ALTER TABLE conversation_count_deltas SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000)`
 
   // The list's orders under its most selective filters; the company-wide order is conversations_recent_idx.
   yield* sql`CREATE INDEX conversations_inbox_status_idx ON conversations (company_id, status, last_message_at DESC NULLS LAST, id DESC)`

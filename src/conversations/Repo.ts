@@ -180,9 +180,11 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
 
       // Unread for the caller: an inbound message they have not read up to (the read mark's `caught_up`,
       // the same truth the counts' deltas follow).
+      // A per-row lookup on purpose: an anti-join would read every read mark of the caller before the
+      // first row of a page, where walking the list's order finds a page after a few dozen rows.
       const unreadOf = (userId: number) =>
-        sql`cv.inbound_count > 0 AND NOT EXISTS (SELECT 1 FROM conversation_reads r
-          WHERE r.conversation_id = cv.id AND r.user_id = ${userId} AND r.caught_up)`
+        sql`cv.inbound_count > 0 AND (SELECT r.caught_up FROM conversation_reads r
+          WHERE r.conversation_id = cv.id AND r.user_id = ${userId}) IS NOT TRUE`
 
       const unreadOnly = (plan: ListPlan) => plan.filters.unread === "true" || plan.filters.unread === "1"
       const searchOf = (plan: ListPlan) => plan.filters.q?.trim().toLowerCase() ?? ""
@@ -207,8 +209,9 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
         if (unreadOnly(plan)) where.push(unreadOf(plan.userId))
         const search = searchOf(plan)
         if (search !== "") {
-          where.push(sql`cv.contact_id IN (SELECT s.id FROM contacts s WHERE s.company_id = ${companyId} AND s.deleted_at IS NULL
-            AND s.search_text LIKE ${`%${likeEscape(search)}%`})`)
+          // The matching contacts first (their trigram index), then their conversations by contact.
+          where.push(sql`cv.contact_id = ANY (ARRAY(SELECT s.id FROM contacts s WHERE s.company_id = ${companyId} AND s.deleted_at IS NULL
+            AND s.search_text LIKE ${`%${likeEscape(search)}%`}))`)
         }
         return where
       }
