@@ -13,6 +13,7 @@
  *   BENCH_RATES=1000,2000,3000 BENCH_SECONDS=10 BENCH_WARMUP_S=2 BENCH_THREADS=256 BENCH_CONNECTIONS=256
  *   BENCH_CPU_PROF=1                                 profile the app during the first rate; prints the hot spots
  *   BENCH_CPU_PROF_KEEP=/tmp/prof                    keeps the profile there
+ *   BENCH_INBOX_TRIGGERS=1                           the bare loop with the inbox's messages trigger on and off, alternated
  *   BENCH_SQL_COUNT=1                                server modes: the app's SQL through a counting proxy during the first
  *                                                    rate; prints statements, pipelined cycles and commits per send
  */
@@ -41,6 +42,8 @@ const BARE_SECONDS = Number(process.env.BENCH_BARE_SECONDS ?? 10)
 const LOG_LEVEL = process.env.BENCH_LOG_LEVEL ?? "info"
 const PROFILE = process.env.BENCH_CPU_PROF === "1"
 const SQL_COUNT = process.env.BENCH_SQL_COUNT === "1"
+/** `BENCH_INBOX_TRIGGERS=1`: the bare loop again with the inbox's messages trigger off, alternated with it on. */
+const INBOX_TRIGGERS = process.env.BENCH_INBOX_TRIGGERS === "1"
 /** `server-async`: server mode on a database with `synchronous_commit = off` (commits do not wait for the WAL flush). */
 type Mode = "embedded" | "server" | "server-async"
 /** A rate is sustained when the answers keep up with the arrivals and the tail stays bounded. */
@@ -306,13 +309,19 @@ const reportSql = (counts: ReturnType<typeof countsBetween>, sends: number) => {
  * layer: the thread read and key lookup, then the same two transactions (message + key + conversation
  * and thread touch; then status, history row, key completion + `message.created`), on the same driver.
  */
-const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>, workers: number, notify: boolean) =>
+let bareRuns = 0
+
+const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>, workers: number, notify: boolean, inboxTriggers = true) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    // The inbox's conversation fields (migrations 0190, 0235) hang off this trigger: off, the loop shows their cost.
+    yield* sql.unsafe(`ALTER TABLE messages ${inboxTriggers ? "ENABLE" : "DISABLE"} TRIGGER conversations_on_messages`)
+    // Idempotency keys unique across the loops of one run.
+    const run = ++bareRuns
     const one = (n: number) =>
       Effect.gen(function*() {
         const threadId = seeded.threads[n % seeded.threads.length]
-        const key = `bare-${n}`
+        const key = `bare-${run}-${n}`
         const [thread] = yield* sql<{ conversation_id: number }>`
           SELECT t.conversation_id::int AS conversation_id, ch.type, ch.status, ch.credentials, cv.contact_id, (ct.blocked_at IS NOT NULL) AS blocked
           FROM threads t JOIN channels ch ON ch.id = t.channel_id JOIN conversations cv ON cv.id = t.conversation_id
@@ -361,6 +370,8 @@ const bareLoop = (seeded: Seeded, sqlLayer: Layer.Layer<SqlClient.SqlClient, unk
     const sequence = sql`
       SELECT seq FROM number_events(${seeded.companyId}, ${notify ? "crm_bench" : null}::text, 'bare'::text, 7000)`
 
+    // Events a previous loop left unnumbered (its workers outlive its sequencer) are numbered first.
+    while ((yield* sequence).length > 0) yield* Effect.void
     // Checked before timing: one iteration writes one message and one event, which the sequencer numbers.
     const [{ before }] = yield* sql<{ before: number }>`SELECT count(*)::int AS before FROM messages WHERE company_id = ${seeded.companyId}`
     yield* one(0)
@@ -422,6 +433,16 @@ const main = async () => {
       const workers = mode === "embedded" ? 1 : 10
       const bare = await Effect.runPromise(bareLoop(seeded, bareLayerFor(mode, dataDir, database?.url), workers, mode !== "embedded"))
       console.log(`  bare loop (${bare.workers} worker${bare.workers > 1 ? "s" : ""}, closed loop, ${BARE_SECONDS} s): ${bare.rps.toFixed(0)} sends/s, p50 ${bare.p50.toFixed(2)} ms, p99 ${bare.p99.toFixed(2)} ms`)
+      if (INBOX_TRIGGERS) {
+        // Alternated, so that the table's growth and the machine's load fall on both sides alike.
+        const runs: Array<{ on: boolean; rps: number; p50: number }> = [{ on: true, ...bare }]
+        for (const on of [false, true, false]) {
+          runs.push({ on, ...(await Effect.runPromise(bareLoop(seeded, bareLayerFor(mode, dataDir, database?.url), workers, mode !== "embedded", on))) })
+        }
+        const mean = (on: boolean, pick: (r: { rps: number; p50: number }) => number) =>
+          runs.filter((r) => r.on === on).reduce((sum, r) => sum + pick(r), 0) / 2
+        console.log(`  bare loop, inbox trigger on / off (2 runs each, alternated): ${mean(true, (r) => r.rps).toFixed(0)} / ${mean(false, (r) => r.rps).toFixed(0)} sends/s, p50 ${mean(true, (r) => r.p50).toFixed(2)} / ${mean(false, (r) => r.p50).toFixed(2)} ms`)
+      }
       const sustained = rows.filter((r) => r.rps >= r.target * KEEPS_UP && r.p99 <= P99_BOUND_MS && r.created === r.sent)
       const best = sustained.reduce<RateResult | undefined>((b, r) => (b === undefined || r.rps > b.rps ? r : b), undefined)
       const at1000 = rows.find((r) => r.target === 1000)

@@ -38,6 +38,7 @@ import _0152_message_keys from "./0152_message_keys.ts"
 import _0180_event_envelope_id from "./0180_event_envelope_id.ts"
 import _0190_inbox from "./0190_inbox.ts"
 import _0220_call_outcomes from "./0220_call_outcomes.ts"
+import _0235_inbox_counts from "./0235_inbox_counts.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -80,5 +81,6 @@ export const migrations = {
   "0152_message_keys": _0152_message_keys,
   "0180_event_envelope_id": _0180_event_envelope_id,
   "0190_inbox": _0190_inbox,
-  "0220_call_outcomes": _0220_call_outcomes
+  "0220_call_outcomes": _0220_call_outcomes,
+  "0235_inbox_counts": _0235_inbox_counts
 }

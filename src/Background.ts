@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { RemindersLayer } from "./deals/Reminders.ts"
+import { CountFoldLayer } from "./conversations/CountFold.ts"
 import { SnoozeLayer } from "./conversations/Snooze.ts"
 import { Broadcasts } from "./broadcasts/Broadcasts.ts"
 import { RunJobHandler, StartJobHandler } from "./broadcasts/Job.ts"
@@ -57,6 +58,7 @@ export const BackgroundLayer = Layer.mergeAll(
   WebhookDeliveryLayer,
   RemindersLayer,
   SnoozeLayer,
+  CountFoldLayer,
   MailDrainLayer,
   AutomationTriggers,
   CallOutcomesLayer

@@ -74,6 +74,13 @@ export interface Before {
   readonly priority: Priority | null
 }
 
+interface Counts {
+  readonly mine: number
+  readonly unassigned: number
+  readonly all: number
+  readonly total: number
+}
+
 export interface Reopened {
   readonly id: number
   readonly company_id: number
@@ -132,7 +139,7 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
     readonly next: Option.Option<Position>
   }>
   /** Counts under the filters other than the assignee (`mine`, `unassigned`, `all`) and under all of them (`total`). */
-  counts(companyId: CompanyId, plan: ListPlan): Effect.Effect<{ mine: number; unassigned: number; all: number; total: number }>
+  counts(companyId: CompanyId, plan: ListPlan): Effect.Effect<Counts>
   find(companyId: CompanyId, userId: number, channelIds: ReadonlyArray<number>, id: number): Effect.Effect<Option.Option<Conversation>>
   threads(companyId: CompanyId, visible: VisibleChannels, conversationId: number): Effect.Effect<ReadonlyArray<Thread>>
   /** Locks the conversation for a change, when it is visible. */
@@ -145,6 +152,8 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
   setPriority(companyId: CompanyId, id: number, priority: Priority | null, now: Date): Effect.Effect<void>
   /** None when the message is not one of the conversation's. */
   markRead(companyId: CompanyId, id: number, userId: number, messageId: number | null): Effect.Effect<Option.Option<number>>
+  /** Folds at most `limit` count deltas (the oldest) into the count groups; answers how many it folded. */
+  foldCounts(limit: number): Effect.Effect<number>
   /** Reopens snoozed conversations whose time has come (at most `limit`), oldest first. */
   reopenDue(now: Date, limit: number): Effect.Effect<ReadonlyArray<Reopened>>
 }>()("crm/conversations/ConversationsRepo") {
@@ -169,12 +178,20 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
         LEFT JOIN teams tm ON tm.id = cv.assigned_team_id`
       const seen = (channelIds: ReadonlyArray<number>) => sql`cv.channel_ids && ${idArray(channelIds)}::bigint[]`
 
+      // Unread for the caller: an inbound message they have not read up to (the read mark's `caught_up`,
+      // the same truth the counts' deltas follow).
+      // A per-row lookup on purpose: an anti-join would read every read mark of the caller before the
+      // first row of a page, where walking the list's order finds a page after a few dozen rows.
       const unreadOf = (userId: number) =>
-        sql`cv.inbound_count > COALESCE((SELECT r.read_inbound_count FROM conversation_reads r
-          WHERE r.conversation_id = cv.id AND r.user_id = ${userId}), 0)`
+        sql`cv.inbound_count > 0 AND (SELECT r.caught_up FROM conversation_reads r
+          WHERE r.conversation_id = cv.id AND r.user_id = ${userId}) IS NOT TRUE`
 
-      // Every filter but the assignee, which the counts split by.
-      const shared = (companyId: CompanyId, plan: ListPlan): ReadonlyArray<Statement.Fragment> => {
+      const unreadOnly = (plan: ListPlan) => plan.filters.unread === "true" || plan.filters.unread === "1"
+      const searchOf = (plan: ListPlan) => plan.filters.q?.trim().toLowerCase() ?? ""
+
+      // The filters a conversation's count group answers: every one but the assignee (which the counts
+      // split by), unread and the contact search. Names are those of conversations and of the count tables.
+      const grouped = (companyId: CompanyId, plan: ListPlan): Array<Statement.Fragment> => {
         const f = plan.filters
         // A channel filter narrows the visible channels to that one (none if the caller does not see it).
         const channels = f.channel_id === undefined ? plan.channelIds : plan.channelIds.filter((id) => id === f.channel_id)
@@ -183,10 +200,18 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
         if (f.team_id !== undefined) where.push(sql`cv.assigned_team_id = ${f.team_id}`)
         if (f.priority === "none") where.push(sql`cv.priority IS NULL`)
         else if (f.priority !== undefined) where.push(sql`cv.priority = ${f.priority}`)
-        if (f.unread === "true" || f.unread === "1") where.push(unreadOf(plan.userId))
-        const search = f.q?.trim().toLowerCase() ?? ""
+        return where
+      }
+
+      // Every filter but the assignee.
+      const shared = (companyId: CompanyId, plan: ListPlan): ReadonlyArray<Statement.Fragment> => {
+        const where = grouped(companyId, plan)
+        if (unreadOnly(plan)) where.push(unreadOf(plan.userId))
+        const search = searchOf(plan)
         if (search !== "") {
-          where.push(sql`EXISTS (SELECT 1 FROM contacts s WHERE s.id = cv.contact_id AND s.search_text LIKE ${`%${likeEscape(search)}%`})`)
+          // The matching contacts first (their trigram index), then their conversations by contact.
+          where.push(sql`cv.contact_id = ANY (ARRAY(SELECT s.id FROM contacts s WHERE s.company_id = ${companyId} AND s.deleted_at IS NULL
+            AND s.search_text LIKE ${`%${likeEscape(search)}%`}))`)
         }
         return where
       }
@@ -230,13 +255,36 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
           Effect.orDie
         )
 
+      const countColumns = (plan: ListPlan, n: Statement.Fragment) => sql`
+        COALESCE(sum(${n}) FILTER (WHERE cv.assigned_user_id = ${plan.userId}), 0)::int AS mine,
+        COALESCE(sum(${n}) FILTER (WHERE cv.assigned_user_id IS NULL), 0)::int AS unassigned,
+        COALESCE(sum(${n}), 0)::int AS all,
+        COALESCE(sum(${n}) FILTER (WHERE ${assigneeClause(plan)}), 0)::int AS total`
+
+      // A contact search counts its matches (as few as the search finds); every other mix sums count groups.
+      const exactCounts = (companyId: CompanyId, plan: ListPlan) =>
+        sql<Counts>`SELECT ${countColumns(plan, sql`1`)} FROM conversations cv WHERE ${sql.and(shared(companyId, plan))}`
+
+      // Unread only: the company's conversations with an inbound message minus those the caller has read up to it.
+      const groupCounts = (companyId: CompanyId, plan: ListPlan) => {
+        const unread = unreadOnly(plan)
+        const readers = idArray(unread ? [0, plan.userId] : [0])
+        const from = (table: string) => sql`
+          SELECT company_id, reader_id, status, priority, assigned_user_id, assigned_team_id, channel_ids, has_inbound, n
+          FROM ${sql(table)} WHERE company_id = ${companyId} AND reader_id = ANY (${readers}::bigint[])`
+        const where = grouped(companyId, plan)
+        if (unread) where.push(sql`cv.has_inbound`)
+        return sql<Counts>`
+          SELECT ${countColumns(plan, sql`CASE WHEN cv.reader_id = 0 THEN cv.n ELSE -cv.n END`)}
+          FROM (${from("conversation_counts")} UNION ALL ${from("conversation_count_deltas")}) cv
+          WHERE ${sql.and(where)}`
+      }
+
       const counts = (companyId: CompanyId, plan: ListPlan) =>
-        sql<{ mine: number; unassigned: number; all: number; total: number }>`
-          SELECT count(*) FILTER (WHERE cv.assigned_user_id = ${plan.userId})::int AS mine,
-                 count(*) FILTER (WHERE cv.assigned_user_id IS NULL)::int AS unassigned,
-                 count(*)::int AS all,
-                 count(*) FILTER (WHERE ${assigneeClause(plan)})::int AS total
-          FROM conversations cv WHERE ${sql.and(shared(companyId, plan))}`.pipe(Effect.map((rows) => rows[0]), Effect.orDie)
+        (searchOf(plan) === "" ? groupCounts(companyId, plan) : exactCounts(companyId, plan)).pipe(
+          Effect.map((rows) => rows[0]),
+          Effect.orDie
+        )
 
       const find = (companyId: CompanyId, userId: number, channelIds: ReadonlyArray<number>, id: number) =>
         sql<ConversationRow>`
@@ -298,27 +346,33 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
           Effect.orDie
         )
 
-      // The inbound messages up to the read one are counted once here, so that listing never counts messages.
+      // The inbound messages up to the read one are counted once here, so that listing never counts
+      // messages. The share lock orders the mark with inbound messages of the conversation (their
+      // trigger updates the row): the mark then counts every inbound message committed before it, and
+      // one arriving after it finds the mark and clears `caught_up`.
       const markRead = (companyId: CompanyId, id: number, userId: number, messageId: number | null) =>
-        sql<{ message_id: number }>`
-          WITH target AS (
-            SELECT m.id FROM messages m
-            WHERE m.company_id = ${companyId} AND m.conversation_id = ${id}
-              AND ${messageId === null ? sql`m.id = (SELECT last_message_id FROM conversations WHERE company_id = ${companyId} AND id = ${id})` : sql`m.id = ${messageId}`}
-          ), counted AS (
-            SELECT target.id, (SELECT count(*) FROM messages m WHERE m.company_id = ${companyId} AND m.conversation_id = ${id}
-              AND m.direction = 'inbound' AND m.id <= target.id)::int AS inbound FROM target
-          ), saved AS (
-            INSERT INTO conversation_reads (company_id, conversation_id, user_id, last_read_message_id, read_inbound_count)
-            SELECT ${companyId}, ${id}, ${userId}, counted.id, counted.inbound FROM counted
-            ON CONFLICT (conversation_id, user_id) DO UPDATE SET
-              last_read_message_id = excluded.last_read_message_id, read_inbound_count = excluded.read_inbound_count, updated_at = now()
-            WHERE conversation_reads.last_read_message_id < excluded.last_read_message_id
-          )
-          SELECT id AS message_id FROM counted`.pipe(
-          Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.message_id)),
-          Effect.orDie
-        )
+        Effect.gen(function*() {
+          yield* sql`SELECT 1 FROM conversations WHERE company_id = ${companyId} AND id = ${id} FOR SHARE`
+          const rows = yield* sql<{ message_id: number }>`
+            WITH target AS (
+              SELECT m.id FROM messages m
+              WHERE m.company_id = ${companyId} AND m.conversation_id = ${id}
+                AND ${messageId === null ? sql`m.id = (SELECT last_message_id FROM conversations WHERE company_id = ${companyId} AND id = ${id})` : sql`m.id = ${messageId}`}
+            ), counted AS (
+              SELECT target.id, (SELECT count(*) FROM messages m WHERE m.company_id = ${companyId} AND m.conversation_id = ${id}
+                AND m.direction = 'inbound' AND m.id <= target.id)::int AS inbound FROM target
+            ), saved AS (
+              INSERT INTO conversation_reads (company_id, conversation_id, user_id, last_read_message_id, read_inbound_count, caught_up)
+              SELECT ${companyId}, ${id}, ${userId}, counted.id, counted.inbound, counted.inbound >= cv.inbound_count
+              FROM counted JOIN conversations cv ON cv.company_id = ${companyId} AND cv.id = ${id}
+              ON CONFLICT (conversation_id, user_id) DO UPDATE SET
+                last_read_message_id = excluded.last_read_message_id, read_inbound_count = excluded.read_inbound_count,
+                caught_up = excluded.caught_up, updated_at = now()
+              WHERE conversation_reads.last_read_message_id < excluded.last_read_message_id
+            )
+            SELECT id AS message_id FROM counted`
+          return Option.map(Option.fromNullishOr(rows[0]), (row) => row.message_id)
+        }).pipe(sql.withTransaction, Effect.orDie)
 
       const reopenDue = (now: Date, limit: number) =>
         sql<Reopened>`
@@ -332,7 +386,28 @@ export class ConversationsRepo extends Context.Service<ConversationsRepo, {
           )
           SELECT id, company_id, contact_id, snoozed_until FROM due`.pipe(Effect.orDie)
 
+      const groupKey = sql`company_id, reader_id, status, priority, assigned_user_id, assigned_team_id, channel_ids, has_inbound`
+
+      // Folders running at once take disjoint deltas (SKIP LOCKED); groups emptied to zero go.
+      const foldCounts = (limit: number) =>
+        Effect.gen(function*() {
+          const [{ folded }] = yield* sql<{ folded: number }>`
+            WITH taken AS (
+              DELETE FROM conversation_count_deltas WHERE id IN (
+                SELECT id FROM conversation_count_deltas ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+              RETURNING ${groupKey}, n
+            ), folded AS (
+              INSERT INTO conversation_counts (${groupKey}, n)
+              SELECT ${groupKey}, sum(n) FROM taken GROUP BY ${groupKey} ORDER BY ${groupKey}
+              ON CONFLICT (${groupKey}) DO UPDATE SET n = conversation_counts.n + excluded.n
+            )
+            SELECT count(*)::int AS folded FROM taken`
+          if (folded > 0) yield* sql`DELETE FROM conversation_counts WHERE n = 0`
+          return folded
+        }).pipe(sql.withTransaction, Effect.orDie)
+
       return ConversationsRepo.of({
+        foldCounts,
         liveChannels,
         list,
         counts,

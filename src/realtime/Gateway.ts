@@ -1,4 +1,5 @@
 import { Clock, Config, Context, Effect, Layer, Schema } from "effect"
+import { ClusterPresence, type PresenceBus } from "./ClusterPresence.ts"
 import * as Pusher from "./Pusher.ts"
 import type { Transport, TransportSocket } from "./Transport.ts"
 import { loadNativeUws, makeUwsTransport } from "./UwsTransport.ts"
@@ -14,6 +15,8 @@ export interface RealtimeGatewayOptions {
   readonly path?: string
   /** Overrides `REALTIME_ENGINE` (auto | uws | ws). */
   readonly engine?: EngineChoice
+  /** Presence members and client events shared with the other runners; without it they stay on this runner. */
+  readonly bus?: PresenceBus
 }
 
 export type RealtimeEngine = "uws" | "ws" | "disabled"
@@ -95,8 +98,20 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
         const presence = new Map<string, Members>()
         const clock = yield* Clock.Clock
 
-        const toOthers = (channel: string, except: Socket, text: string) => {
+        const toOthers = (channel: string, except: Socket | undefined, text: string) => {
           for (const other of subscribers.get(channel) ?? []) if (other !== except) other.send(text)
+        }
+
+        // Members on the other runners; what they announce reaches this runner's subscribers as if local.
+        const cluster = options.bus === undefined ? undefined : yield* ClusterPresence.make(options.bus, {
+          localMembers: () => [...presence].flatMap(([channel, members]) => [...members].map(([userId, m]) => ({ channel, userId, info: m.info }))),
+          isLocal: (channel, userId) => presence.get(channel)?.has(userId) === true,
+          deliver: (channel, text) => toOthers(channel, undefined, text)
+        })
+        const membersOf = (channel: string): Array<Pusher.PresenceMember> => {
+          const local = [...(presence.get(channel) ?? [])].map(([userId, m]) => ({ userId, userInfo: m.info }))
+          const remote = cluster?.members(channel).filter((m) => presence.get(channel)?.has(m.userId) !== true) ?? []
+          return [...local, ...remote]
         }
 
         const leave = (ws: Socket, channel: string, userId: number | null | undefined) => {
@@ -107,7 +122,8 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           if (member.sockets > 0) return
           members.delete(userId)
           if (members.size === 0) presence.delete(channel)
-          toOthers(channel, ws, Pusher.memberRemoved(channel, userId))
+          cluster?.announce({ op: "leave", c: channel, u: userId })
+          if (cluster?.present(channel, userId) !== true) toOthers(channel, ws, Pusher.memberRemoved(channel, userId))
         }
 
         const join = (ws: Socket, channel: string, userId: number, info: unknown) => {
@@ -117,10 +133,12 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           if (member !== undefined) {
             member.sockets += 1
           } else {
+            const elsewhere = cluster?.present(channel, userId) === true
             members.set(userId, { info, sockets: 1 })
-            toOthers(channel, ws, Pusher.memberAdded(channel, { userId, userInfo: info }))
+            cluster?.announce({ op: "join", c: channel, u: userId, i: info })
+            if (!elsewhere) toOthers(channel, ws, Pusher.memberAdded(channel, { userId, userInfo: info }))
           }
-          ws.send(Pusher.presenceSucceeded(channel, [...members].map(([id, m]) => ({ userId: id, userInfo: m.info }))))
+          ws.send(Pusher.presenceSucceeded(channel, membersOf(channel)))
         }
 
         const unsubscribe = (ws: Socket, connection: Connection, channel: string) => {
@@ -151,7 +169,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
           }
           if (Pusher.isPresence(channel) && decision.userId !== null) {
             if (fresh) join(ws, channel, decision.userId, decision.userInfo)
-            else ws.send(Pusher.presenceSucceeded(channel, [...(presence.get(channel) ?? [])].map(([id, m]) => ({ userId: id, userInfo: m.info }))))
+            else ws.send(Pusher.presenceSucceeded(channel, membersOf(channel)))
             return
           }
           ws.send(Pusher.subscriptionSucceeded(channel))
@@ -172,6 +190,7 @@ export class RealtimeGateway extends Context.Service<RealtimeGateway, {
             return
           }
           toOthers(channel, ws, Pusher.clientEvent(channel, message.event, message.data, userId))
+          if (cluster?.hasRemote(channel) === true) cluster.announce({ op: "client", c: channel, e: message.event, d: message.data ?? null, u: userId })
         }
 
         const onMessage = (ws: Socket, text: string): void => {

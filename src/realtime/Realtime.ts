@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { CurrentActor } from "../auth/Domain.ts"
 import { Conversations } from "../conversations/Conversations.ts"
 import { AppConfig } from "../platform/Config.ts"
+import { Notices } from "../platform/Notices.ts"
 import { randomToken } from "../platform/Crypto.ts"
 import { type Forbidden, forbidden } from "../platform/Errors.ts"
 import type { BroadcastingAuth } from "./Domain.ts"
@@ -75,12 +76,15 @@ const appSecret = Effect.fn("Realtime.appSecret")(function*(configured: Option.O
 export const RealtimeLayer = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   const secret = yield* appSecret(config.pusherAppSecret)
+  // With a PostgreSQL server there may be other runners: presence and client events cross to them.
+  const bus = Option.isSome(config.databaseUrl) ? yield* Notices : undefined
   const gateway = config.realtimeDisabled ? RealtimeGateway.disabled : RealtimeGateway.layer({
     host: config.host,
     port: config.realtimePort,
     appKey: config.pusherAppKey,
     appSecret: secret,
-    maxBackpressureBytes: config.realtimeMaxBackpressureBytes
+    maxBackpressureBytes: config.realtimeMaxBackpressureBytes,
+    bus
   })
   return Realtime.make(config.pusherAppKey, secret).pipe(Layer.provideMerge(gateway))
 }))
