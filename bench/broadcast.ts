@@ -10,7 +10,7 @@
  *      time, each over its own copy of the audience:
  *      a. the recipient rows alone: claim a batch after the last id claimed (mark it sending), write the
  *         outcome; no send, no message;
- *      b. the engine's statements: the same claim, then `BatchOutbound.deliver` (conversations and threads
+ *      b. the engine's statements: the same claim, then `Send.many` (conversations and threads
  *         created, the sandbox called, messages, history, events and the recipients' outcomes in one
  *         statement, the events numbered), on a second company of the same shape, so that it creates
  *         the conversations and threads the engine's run created;
@@ -25,7 +25,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId } from "../src/auth/Domain.ts"
-import { BatchOutbound } from "../src/messages/BatchOutbound.ts"
+import { Send } from "../src/messages/Send.ts"
 import { createCompany, request, startServer } from "../test/support/TestServer.ts"
 import { query } from "../test/support/Sql.ts"
 import { autovacuumWarning } from "./support/Database.ts"
@@ -188,7 +188,7 @@ await db("ANALYZE broadcast_recipients")
 const sameStart = Date.now()
 await server.runInApp(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const batches = yield* BatchOutbound
+  const batches = yield* Send
   const companyId = CompanyId.make(twin.id)
   for (const channelId of [twinChannels[0], twinChannels[1]]) {
     let after = 0
@@ -208,33 +208,30 @@ await server.runInApp(Effect.gen(function*() {
         ORDER BY cl.id`
       if (claimed.length === 0) break
       after = Number(claimed[claimed.length - 1].id)
-      yield* batches.deliver(
+      const results = yield* batches.many(
         companyId,
         channelId,
-        null,
         claimed.map((r) => ({
           key: Number(r.id),
           contactAccountId: Number(r.contact_account_id),
           text: `Hello ${r.first_name ?? ""}`,
+          attachments: [],
           metadata: { broadcast_id: twinBroadcast, broadcast_run_id: twinRun, broadcast_recipient_id: Number(r.id) }
-        })),
-        (results) => {
-          const outcomes = results.map((r) => r.status === "refused"
-            ? { id: r.key, status: "failed", error: r.reason, message_id: null }
-            : { id: r.key, status: r.status, error: r.error, message_id: r.messageId })
-          return sql`
-            recipient_values AS MATERIALIZED (
-              SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint)
-            ), recipient_outcomes AS (
-              UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id
-              FROM recipient_values v
-              WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'
-            )`
-        }
+        }))
       )
+      const outcomes = results.map((r) => r.status === "refused"
+        ? { id: r.key, status: "failed", error: r.reason, message_id: null }
+        : { id: r.key, status: r.status, error: r.error, message_id: r.messageId })
+      yield* sql`
+        WITH recipient_values AS MATERIALIZED (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint)
+        )
+        UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id
+        FROM recipient_values v
+        WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'`.unprepared
     }
   }
-}).pipe(Effect.provide(BatchOutbound.layer), Effect.orDie))
+}).pipe(Effect.provide(Send.layer), Effect.orDie))
 const sameRate = N / ((Date.now() - sameStart) / 1000)
 const [{ twinSent }] = await db(`SELECT count(*) FILTER (WHERE status = 'sent')::int AS "twinSent" FROM broadcast_recipients WHERE run_id = $1`, [twinRun])
 if (twinSent !== N) throw new Error(`same-SQL loop check failed: ${twinSent} of ${N} sent`)
@@ -285,7 +282,7 @@ if (vacuumWarning !== null) console.log(`  warning: ${vacuumWarning}`)
 console.log(`broadcast bench (${N} recipients, ${channels.length} channels selected; recipients land on the first channel of each of ${types.length} account types)`)
 console.log(`  engine: ${engineRate.toFixed(0)} recipients/s (${seconds.toFixed(1)} s), ${((w1 - w0) / N).toFixed(1)} PostgreSQL row writes per recipient`)
 console.log(`  bare loop, recipient rows only (claim, outcome): ${bareRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / bareRate).toFixed(2)}`)
-console.log(`  bare loop, the engine's statements (claim, BatchOutbound.deliver, outcome), one batch at a time: ${sameRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / sameRate).toFixed(2)}`)
+console.log(`  bare loop, the engine's statements (claim, Send.many, outcome), one batch at a time: ${sameRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / sameRate).toFixed(2)}`)
 console.log(`  RSS: ${(rssBefore / 1e6).toFixed(0)} MB before the run, peak during the run ${(enginePeakRss / 1e6).toFixed(0)} MB (growth ${((enginePeakRss - rssBefore) / 1e6).toFixed(0)} MB)`)
 for (const line of pacing) console.log(`  pacing ${line}`)
 recordResults("broadcast", { title: `Broadcast of ${N} recipients: recipients final per second over the run`, x: "seconds since the run started", y: "recipients/s" }, { "recipients/s": (await db("SELECT floor(extract(epoch FROM sent_at - $2::timestamptz))::int AS s, count(*)::int AS n FROM broadcast_recipients WHERE run_id = $1 GROUP BY 1 ORDER BY 1", [runId, started])).map((r) => [r.s, r.n]) }, { recipients: N, engineRate, seconds, bareRate, sameRate, rssGrowthMb: (enginePeakRss - rssBefore) / 1e6, pacing })
