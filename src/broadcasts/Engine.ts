@@ -78,7 +78,9 @@ const contentFor = (broadcast: BroadcastRow, channelId: number): ChannelContent 
 
 /**
  * The run engine: the audience snapshot when a run starts, and `drive`, which claims recipients in
- * batches, paces them per channel and sends each through `Outbound.deliver`. Only one `drive` of a
+ * batches, paces them per channel and sends each batch through the batch door `Send.many`, then
+ * writes the recipients' outcomes from its results (a crash in between leaves them `sending` with
+ * their messages stored, which the next drive settles from). Only one `drive` of a
  * run is live at a time (the BroadcastRun entity and the run's job lease see to it), which is what
  * makes its first step, failing recipients left `sending` by a crashed driver, safe.
  */
@@ -178,8 +180,8 @@ export class RunEngine extends Context.Service<RunEngine, {
       }, sql.withTransaction, Effect.orDie)
 
       /**
-       * The recipients' outcomes as a data-modifying CTE, for the statement that stores their messages.
-       * Keyed by id with the company checked apart, as `BatchOutbound` explains.
+       * The recipients' outcomes as a data-modifying CTE.
+       * Keyed by id with the company checked apart, as `messages/BatchRepo.ts` explains.
        */
       const outcomeWrites = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
         outcomes.length === 0 ? undefined : sql`

@@ -17,7 +17,9 @@ beforeAll(async () => {
 afterAll(() => server?.close())
 
 const withSend = <A, E>(f: (send: Send["Service"]) => Effect.Effect<A, E>) =>
-  server.runInApp(Effect.flatMap(Send.asEffect(), f).pipe(Effect.provide(Send.layer)))
+  server.runInApp(Effect.gen(function*() {
+    return yield* f(yield* Send)
+  }).pipe(Effect.provide(Send.layer)))
 
 const accountOf = async (threadId: number) =>
   (await query<{ contact_account_id: number }>(server, "SELECT contact_account_id FROM threads WHERE id = $1", [threadId]))[0].contact_account_id
@@ -121,11 +123,14 @@ describe("Send.many (the batch door)", () => {
     const outcome = await server.runInApp(Effect.gen(function*() {
       const entered = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
+      // A lane of its own (fresh: the app's Send is built on the real lane).
       const heldLane = Layer.succeed(SendLane, SendLane.of({
         run: () => Deferred.succeed(entered, undefined).pipe(Effect.andThen(Deferred.await(release)), Effect.andThen(Effect.never))
       }))
-      const send = yield* Send.asEffect().pipe(Effect.provide(Send.layerNoDeps.pipe(Layer.provide([heldLane, ThreadsRepo.layer, BatchRepo.layer]))))
-      const thread = Option.getOrThrow(yield* (yield* ThreadsRepo.asEffect().pipe(Effect.provide(ThreadsRepo.layer))).threadContext(CompanyId.make(a.id), c.threadId))
+      const { send, threads } = yield* Effect.gen(function*() {
+        return { send: yield* Send, threads: yield* ThreadsRepo }
+      }).pipe(Effect.provide(Layer.merge(Layer.fresh(Send.layerNoDeps).pipe(Layer.provide([heldLane, ThreadsRepo.layer, BatchRepo.layer])), ThreadsRepo.layer)))
+      const thread = Option.getOrThrow(yield* threads.threadContext(CompanyId.make(a.id), c.threadId))
       const single = yield* Effect.forkChild(send.one({
         thread,
         endpoint: "send",
