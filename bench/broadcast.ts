@@ -10,10 +10,12 @@
  *      time, each over its own copy of the audience:
  *      a. the recipient rows alone: claim a batch after the last id claimed (mark it sending), write the
  *         outcome; no send, no message;
- *      b. the engine's statements: the same claim, then `BatchOutbound.deliver` (conversations and threads
+ *      b. the engine's statements: the same claim, then `Send.many` (conversations and threads
  *         created, the sandbox called, messages, history, events and the recipients' outcomes in one
  *         statement, the events numbered), on a second company of the same shape, so that it creates
  *         the conversations and threads the engine's run created;
+ *   1b. a template broadcast of the same size on one msgr_a_business channel (a template approved there, a variable
+ *      rendered per recipient): recipients/s, and template ÷ text against run 1;
  *   3. pacing: 3 channels at 600/min for BENCH_BROADCAST_PACING_SECONDS (180): the most sends in any
  *      60 s window per channel and the share of the allowance used.
  *
@@ -22,13 +24,16 @@
  *   DATABASE_URL=postgres://…/crm_x npx tsx bench/broadcast.ts
  *   DATABASE_URL=… node_modules/.bin/node --heap-growing-percent=25 --import tsx bench/broadcast.ts   (a V8 heap policy to compare)
  */
+import os from "node:os"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId } from "../src/auth/Domain.ts"
-import { BatchOutbound } from "../src/messages/BatchOutbound.ts"
+import { Send } from "../src/messages/Send.ts"
+import { approvedTemplate } from "../test/templates/support.ts"
 import { createCompany, request, startServer } from "../test/support/TestServer.ts"
 import { query } from "../test/support/Sql.ts"
 import { autovacuumWarning } from "./support/Database.ts"
+import { machine } from "./support/Report.ts"
 import { recordResults } from "./support/Results.ts"
 
 process.env.LOG_LEVEL ??= "warn"
@@ -128,6 +133,31 @@ const [{ dup }] = await db(
 if (run.sent !== N || dup !== 0) throw new Error(`run check failed: ${JSON.stringify(run)}, duplicates ${dup}`)
 const engineRate = N / seconds
 
+// 1b. The same size as a template broadcast on a business channel (the template resolved once per batch, rendered per recipient).
+const templated = await createCompany(server)
+const business = await approvedTemplate(server, templated.token)
+const templateSegment = await population(templated, N, ["msgr_a_business"])
+const templateCreated = await request(server, "POST", "/v1/broadcasts", {
+  token: templated.token,
+  body: {
+    name: "bench template", audience: { segmentId: templateSegment }, channels: { mode: "specific", channelIds: [business.channelId] },
+    content: { channels: [{ type: "template", channelId: business.channelId, templateId: business.groupId, language: "en", variables: { order_id: "A-42" } }] },
+    schedule: { mode: "now" }
+  }
+})
+if (templateCreated.status !== 201) throw new Error(JSON.stringify(templateCreated.body))
+const templateRunId = templateCreated.body.data.runs[0].id
+const [{ started: templateStarted }] = await db("SELECT started_at AS started FROM broadcast_runs WHERE id = $1", [templateRunId])
+const templateRun = await waitDone(templateRunId)
+const [{ last: templateLast }] = await db("SELECT max(sent_at) AS last FROM broadcast_recipients WHERE run_id = $1", [templateRunId])
+const [{ templated: templateMessages }] = await db(
+  "SELECT count(*)::int AS templated FROM messages WHERE company_id = $1 AND direction = 'outbound' AND message_type = 'template'",
+  [templated.id]
+)
+if (templateRun.sent !== N || templateMessages !== N) throw new Error(`template run check failed: ${JSON.stringify(templateRun)}, ${templateMessages} template messages`)
+const templateSeconds = (new Date(templateLast).getTime() - new Date(templateStarted).getTime()) / 1000
+const templateRate = N / templateSeconds
+
 // 2. The bare loop over the same rows.
 const [{ id: bareRun }] = await db("INSERT INTO broadcast_runs (company_id, broadcast_id, status, started_at) VALUES ($1, $2, 'processing', now()) RETURNING id", [company.id, created.body.data.id])
 await db(
@@ -188,7 +218,7 @@ await db("ANALYZE broadcast_recipients")
 const sameStart = Date.now()
 await server.runInApp(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const batches = yield* BatchOutbound
+  const batches = yield* Send
   const companyId = CompanyId.make(twin.id)
   for (const channelId of [twinChannels[0], twinChannels[1]]) {
     let after = 0
@@ -208,33 +238,30 @@ await server.runInApp(Effect.gen(function*() {
         ORDER BY cl.id`
       if (claimed.length === 0) break
       after = Number(claimed[claimed.length - 1].id)
-      yield* batches.deliver(
+      const results = yield* batches.many(
         companyId,
         channelId,
-        null,
         claimed.map((r) => ({
           key: Number(r.id),
           contactAccountId: Number(r.contact_account_id),
           text: `Hello ${r.first_name ?? ""}`,
+          attachments: [],
           metadata: { broadcast_id: twinBroadcast, broadcast_run_id: twinRun, broadcast_recipient_id: Number(r.id) }
-        })),
-        (results) => {
-          const outcomes = results.map((r) => r.status === "refused"
-            ? { id: r.key, status: "failed", error: r.reason, message_id: null }
-            : { id: r.key, status: r.status, error: r.error, message_id: r.messageId })
-          return sql`
-            recipient_values AS MATERIALIZED (
-              SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint)
-            ), recipient_outcomes AS (
-              UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id
-              FROM recipient_values v
-              WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'
-            )`
-        }
+        }))
       )
+      const outcomes = results.map((r) => r.status === "refused"
+        ? { id: r.key, status: "failed", error: r.reason, message_id: null }
+        : { id: r.key, status: r.status, error: r.error, message_id: r.messageId })
+      yield* sql`
+        WITH recipient_values AS MATERIALIZED (
+          SELECT * FROM jsonb_to_recordset(${JSON.stringify(outcomes)}::jsonb) AS v(id bigint, status text, error text, message_id bigint)
+        )
+        UPDATE broadcast_recipients r SET status = v.status, error_message = v.error, message_id = v.message_id
+        FROM recipient_values v
+        WHERE r.id = v.id AND r.company_id IS NOT DISTINCT FROM ${companyId}::bigint AND r.status = 'sending'`.unprepared
     }
   }
-}).pipe(Effect.provide(BatchOutbound.layer), Effect.orDie))
+}).pipe(Effect.provide(Send.layer), Effect.orDie))
 const sameRate = N / ((Date.now() - sameStart) / 1000)
 const [{ twinSent }] = await db(`SELECT count(*) FILTER (WHERE status = 'sent')::int AS "twinSent" FROM broadcast_recipients WHERE run_id = $1`, [twinRun])
 if (twinSent !== N) throw new Error(`same-SQL loop check failed: ${twinSent} of ${N} sent`)
@@ -282,12 +309,14 @@ for (const ch of pacedChannels) {
 
 clearInterval(sampler)
 if (vacuumWarning !== null) console.log(`  warning: ${vacuumWarning}`)
+console.log(`  machine: ${machine()}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`)
 console.log(`broadcast bench (${N} recipients, ${channels.length} channels selected; recipients land on the first channel of each of ${types.length} account types)`)
 console.log(`  engine: ${engineRate.toFixed(0)} recipients/s (${seconds.toFixed(1)} s), ${((w1 - w0) / N).toFixed(1)} PostgreSQL row writes per recipient`)
+console.log(`  template run of the same size on one business channel: ${templateRate.toFixed(0)} recipients/s (${templateSeconds.toFixed(1)} s); template / text = ${(templateRate / engineRate).toFixed(2)}`)
 console.log(`  bare loop, recipient rows only (claim, outcome): ${bareRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / bareRate).toFixed(2)}`)
-console.log(`  bare loop, the engine's statements (claim, BatchOutbound.deliver, outcome), one batch at a time: ${sameRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / sameRate).toFixed(2)}`)
+console.log(`  bare loop, the engine's statements (claim, Send.many, outcome), one batch at a time: ${sameRate.toFixed(0)} recipients/s; engine / bare = ${(engineRate / sameRate).toFixed(2)}`)
 console.log(`  RSS: ${(rssBefore / 1e6).toFixed(0)} MB before the run, peak during the run ${(enginePeakRss / 1e6).toFixed(0)} MB (growth ${((enginePeakRss - rssBefore) / 1e6).toFixed(0)} MB)`)
 for (const line of pacing) console.log(`  pacing ${line}`)
-recordResults("broadcast", { title: `Broadcast of ${N} recipients: recipients final per second over the run`, x: "seconds since the run started", y: "recipients/s" }, { "recipients/s": (await db("SELECT floor(extract(epoch FROM sent_at - $2::timestamptz))::int AS s, count(*)::int AS n FROM broadcast_recipients WHERE run_id = $1 GROUP BY 1 ORDER BY 1", [runId, started])).map((r) => [r.s, r.n]) }, { recipients: N, engineRate, seconds, bareRate, sameRate, rssGrowthMb: (enginePeakRss - rssBefore) / 1e6, pacing })
+recordResults("broadcast", { title: `Broadcast of ${N} recipients: recipients final per second over the run`, x: "seconds since the run started", y: "recipients/s" }, { "recipients/s": (await db("SELECT floor(extract(epoch FROM sent_at - $2::timestamptz))::int AS s, count(*)::int AS n FROM broadcast_recipients WHERE run_id = $1 GROUP BY 1 ORDER BY 1", [runId, started])).map((r) => [r.s, r.n]) }, { recipients: N, engineRate, seconds, templateRate, templateSeconds, bareRate, sameRate, rssGrowthMb: (enginePeakRss - rssBefore) / 1e6, pacing })
 await server.close()
 process.exit(0)

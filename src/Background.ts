@@ -19,6 +19,7 @@ import { AutomationTriggersLayer } from "./automations/TriggerConsumer.ts"
 import { AutomationsRepo, TriggerCursorsRepo } from "./automations/Repo.ts"
 import { AutomationContextRepo } from "./automations/ContextRepo.ts"
 import { Outbound } from "./messages/Outbound.ts"
+import { Send } from "./messages/Send.ts"
 import { Media } from "./media/Media.ts"
 import { Contacts } from "./contacts/Contacts.ts"
 import { Deals } from "./deals/Deals.ts"
@@ -27,7 +28,7 @@ import { TemplateSending } from "./templates/Sending.ts"
 import { CallOutcomesLayer } from "./telephony/Outcomes.ts"
 
 /** What automation runs act through; one executor serves the job runner and the trigger consumer. */
-const AutomationServices = Layer.mergeAll(AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer)
+const AutomationServices = Layer.mergeAll(AutomationsRepo.layer, AutomationContextRepo.layer, Outbound.layer.pipe(Layer.provide(Media.layer)), Media.layer, Contacts.layer, Deals.layer, OutboundHttp.layer, TemplateSending.layer, Send.layer)
 const Executor = RunExecutor.layer.pipe(Layer.provide(AutomationServices))
 
 /** Every job kind this process runs; a new kind adds its handler here. */

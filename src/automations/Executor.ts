@@ -8,12 +8,14 @@ import { Deals } from "../deals/Deals.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
 import { Outbound } from "../messages/Outbound.ts"
+import { Send } from "../messages/Send.ts"
+import type { SendRefusal, SendUnavailable } from "../messages/SendLane.ts"
 import { type ThreadContext, ThreadsRepo } from "../messages/ThreadsRepo.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { makeBatcher, makeReadBatcher } from "../platform/Batcher.ts"
 import { Jobs, jobHandler } from "../platform/Jobs.ts"
 import { OutboundHttp } from "../platform/OutboundHttp.ts"
-import { TemplateSending } from "../templates/Sending.ts"
+import { templateContent, type TemplateRefusal, TemplateSending } from "../templates/Sending.ts"
 import {
   actionById,
   AssignData,
@@ -163,6 +165,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
     const http = yield* OutboundHttp
     const config = yield* AppConfig
     const templates = yield* TemplateSending
+    const sender = yield* Send
     const threads = yield* ThreadsRepo
 
     const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -398,12 +401,13 @@ export class RunExecutor extends Context.Service<RunExecutor, {
 
     const keyOf = (input: StepInput, nodeId: string) => `automation:${input.run.id}:${nodeId}:${input.visit}`
 
-    const sendRefusals = <A>(effect: Effect.Effect<A, any>) =>
+    /** A refused send fails the step for good; a lane that could not take it is retried. */
+    const sendRefusals = <A>(effect: Effect.Effect<A, SendRefusal | SendUnavailable | TemplateRefusal>): Effect.Effect<A, StepError> =>
       effect.pipe(Effect.catchTags({
-        SendRefusal: (e: { reason: string; message: string }) => Effect.fail(permanent(`${e.reason}: ${e.message}`)),
-        SendUnavailable: (e: { message: string }) => Effect.fail(transient(e.message)),
-        TemplateRefusal: (e: { reason: string; message: string }) => Effect.fail(permanent(`${e.reason}: ${e.message}`))
-      } as any)) as Effect.Effect<A, StepError>
+        SendRefusal: (e) => Effect.fail(permanent(`${e.reason}: ${e.message}`)),
+        SendUnavailable: (e) => Effect.fail(transient(e.message)),
+        TemplateRefusal: (e) => Effect.fail(permanent(`${e.reason}: ${e.message}`))
+      }))
 
     const step = (node: Node, input: StepInput): Effect.Effect<Done, StepError> => {
       const { companyId, run, actor } = input
@@ -420,7 +424,7 @@ export class RunExecutor extends Context.Service<RunExecutor, {
             const attachments = "media_id" in data
               ? yield* media.resolve(companyId, [{ media_id: data.media_id }]).pipe(Effect.mapError((e) => permanent(e.message)))
               : []
-            const message = yield* sendRefusals(outbound.deliver({
+            const message = yield* sendRefusals(sender.one({
               thread,
               endpoint: "send",
               companyId,
@@ -445,13 +449,19 @@ export class RunExecutor extends Context.Service<RunExecutor, {
               language: data.language
             }))
             const key = keyOf(input, node.id)
-            const message = yield* sendRefusals(templates.deliver({
+            const content = yield* sendRefusals(Effect.fromResult(
+              templateContent(template, data.variables ?? {}, { automation_id: run.automation_id, automation_run_id: run.id })
+            ))
+            const message = yield* sendRefusals(sender.one({
+              ...content,
               thread,
+              endpoint: "send-template",
+              companyId,
               userId: actor.userId,
-              template,
-              variables: data.variables ?? {},
-              idempotency: { key, hash: key },
-              metadata: { automation_id: run.automation_id, automation_run_id: run.id }
+              messageType: "template",
+              quotedMessageId: null,
+              quotedExternalMessageId: null,
+              idempotency: { key, hash: key }
             }))
             return doneWith({ message_id: message.id, template_id: template.instanceId })
           })

@@ -1,14 +1,12 @@
-import { type Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random } from "effect"
+import { type Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random, Result } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { Media } from "../media/Media.ts"
-import { type BatchResult, BatchOutbound } from "../messages/BatchOutbound.ts"
-import { Outbound } from "../messages/Outbound.ts"
+import { type BatchItem, type BatchResult, Send } from "../messages/Send.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Jobs } from "../platform/Jobs.ts"
 import { definitionOf, memberIds } from "../segments/Compiler.ts"
-import { TemplateSending } from "../templates/Sending.ts"
+import { type ApprovedTemplate, templateContent, type TemplateRefusal, TemplateSending } from "../templates/Sending.ts"
 import { render, trackLinks, withOptOut } from "./Content.ts"
 import type { ChannelContent, SendWindow } from "./Domain.ts"
 import { RunJob } from "./Kinds.ts"
@@ -35,8 +33,6 @@ const batchesInFlight = 4
 /** Lanes of one run across its channels: each open channel gets its share, at least one (the last channel open gets them all). */
 const lanesPerRun = 8
 const parallelFrom = 256
-/** Template sends in flight per channel batch (each through its conversation's lane). */
-const sendConcurrency = 16
 /** The longest the engine sleeps before it looks at the run's status again (pause, cancel). */
 const maxIdleMs = 1000
 const progressEveryMs = 1000
@@ -65,6 +61,8 @@ interface Outcome {
   readonly sent_at?: string
 }
 
+const isOutcome = (send: BatchItem | Outcome): send is Outcome => "status" in send
+
 const minuteOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5))
 
 /** The window's bounds in minutes of the day, or null when sends may happen at any time. */
@@ -80,7 +78,9 @@ const contentFor = (broadcast: BroadcastRow, channelId: number): ChannelContent 
 
 /**
  * The run engine: the audience snapshot when a run starts, and `drive`, which claims recipients in
- * batches, paces them per channel and sends each through `Outbound.deliver`. Only one `drive` of a
+ * batches, paces them per channel and sends each batch through the batch door `Send.many`, then
+ * writes the recipients' outcomes from its results (a crash in between leaves them `sending` with
+ * their messages stored, which the next drive settles from). Only one `drive` of a
  * run is live at a time (the BroadcastRun entity and the run's job lease see to it), which is what
  * makes its first step, failing recipients left `sending` by a crashed driver, safe.
  */
@@ -96,8 +96,7 @@ export class RunEngine extends Context.Service<RunEngine, {
       const repo = yield* BroadcastsRepo
       const events = yield* Events
       const jobs = yield* Jobs
-      const outbound = yield* Outbound
-      const batches = yield* BatchOutbound
+      const sender = yield* Send
       const config = yield* AppConfig
       const templates = yield* TemplateSending
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -181,8 +180,8 @@ export class RunEngine extends Context.Service<RunEngine, {
       }, sql.withTransaction, Effect.orDie)
 
       /**
-       * The recipients' outcomes as a data-modifying CTE, for the statement that stores their messages.
-       * Keyed by id with the company checked apart, as `BatchOutbound` explains.
+       * The recipients' outcomes as a data-modifying CTE.
+       * Keyed by id with the company checked apart, as `messages/BatchRepo.ts` explains.
        */
       const outcomeWrites = (companyId: CompanyId, outcomes: ReadonlyArray<Outcome>) =>
         outcomes.length === 0 ? undefined : sql`
@@ -250,9 +249,8 @@ export class RunEngine extends Context.Service<RunEngine, {
         const recentHours = rate?.enabled !== false ? rate?.skipContactedWithinHours ?? null : null
         const settings = broadcast.content.settings
         const companyTz = yield* repo.companyTimezone(companyId)
-        // A broadcast whose creator was deleted sends as the system: no sender user (0 to send-template).
+        // A broadcast whose creator was deleted sends as the system: no sender user.
         const senderUserId = broadcast.user_id
-        const userId = broadcast.user_id ?? 0
 
         const pacers = new Map<number, PacerState>()
         const sizes = new Map<number, number>()
@@ -335,35 +333,6 @@ export class RunEngine extends Context.Service<RunEngine, {
 
         const metadataOf = (recipient: Claimed) => ({ broadcast_id: broadcastId, broadcast_run_id: runId, broadcast_recipient_id: recipient.id })
 
-        /** A template send, one at a time through send-template (approved templates, their variables). */
-        const sendTemplate = (recipient: Claimed, entry: ChannelContent): Effect.Effect<Outcome> =>
-          Effect.gen(function*() {
-            const thread = yield* outbound.threadFor(companyId, recipient.channel_id, recipient.contact_account_id)
-            if (Option.isNone(thread)) return failed(recipient.id, "no_thread")
-            const sent = Effect.gen(function*() {
-              const template = yield* templates.approved(companyId, {
-                templateId: entry.templateId ?? 0,
-                channelId: recipient.channel_id,
-                language: entry.language ?? undefined
-              })
-              const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
-              for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
-              return yield* templates.deliver({ thread: thread.value, userId, template, variables, idempotency: null, metadata: metadataOf(recipient) })
-            })
-            return yield* sent.pipe(
-              Effect.map((message): Outcome =>
-                message.status === "failed"
-                  ? { id: recipient.id, status: "failed", error: "provider_error", message_id: message.id }
-                  : { id: recipient.id, status: "sent", error: null, message_id: message.id }
-              ),
-              Effect.catch((e: { readonly _tag: string; readonly reason?: string; readonly message: string }): Effect.Effect<Outcome> => {
-                if (e._tag === "SendUnavailable") return Effect.succeed({ id: recipient.id, status: "pending", error: null, message_id: null })
-                if (e.reason === "contact_blocked") return Effect.succeed(skipped(recipient.id, "contact_blocked"))
-                return Effect.succeed(failed(recipient.id, e.reason ?? e.message))
-              })
-            )
-          })
-
         const textFor = (recipient: Claimed, entry: ChannelContent) => {
           const base = recipient.variant_key !== null
             ? entry.variants?.find((v) => v.key === recipient.variant_key)?.text ?? entry.text ?? ""
@@ -372,80 +341,90 @@ export class RunEngine extends Context.Service<RunEngine, {
           return settings?.trackClicks === true ? trackLinks(rendered, config.appUrl) : { text: rendered, links: [] }
         }
 
+        /** A template recipient's send: the batch's approved template with the recipient's variables. */
+        const templateItem = (recipient: Claimed, entry: ChannelContent, template: ApprovedTemplate): BatchItem | Outcome => {
+          const variables = Object.fromEntries(Object.entries(entry.variables ?? {}).map(([k, v]) => [k, render(v, recipient)]))
+          for (const p of template.parameters) variables[p.name] ??= render(`{{${p.name}}}`, recipient)
+          const content = templateContent(template, variables, metadataOf(recipient))
+          if (Result.isFailure(content)) return failed(recipient.id, content.failure.reason)
+          return { ...content.success, key: recipient.id, contactAccountId: recipient.contact_account_id }
+        }
+
+        /** A recipient's outcome without a send (skipped, or failed before it), or its send. */
+        const sendFor = (
+          recipient: Claimed,
+          entry: ChannelContent | undefined,
+          template: Result.Result<ApprovedTemplate, TemplateRefusal> | undefined,
+          links: Array<{ code: string; company_id: number; recipient_id: number; url: string }>
+        ): BatchItem | Outcome => {
+          if (recipient.opted_out) return skipped(recipient.id, "opted_out")
+          if (recipient.blocked) return skipped(recipient.id, "contact_blocked")
+          if (recipient.recent) return skipped(recipient.id, "recently_contacted")
+          if (entry === undefined) return failed(recipient.id, "no_content")
+          if (template !== undefined) {
+            return Result.isFailure(template) ? failed(recipient.id, template.failure.reason) : templateItem(recipient, entry, template.success)
+          }
+          const text = textFor(recipient, entry)
+          for (const l of text.links) links.push({ code: l.code, company_id: companyId, recipient_id: recipient.id, url: l.url })
+          return { key: recipient.id, contactAccountId: recipient.contact_account_id, text: text.text, attachments: [], metadata: metadataOf(recipient) }
+        }
+
+        /** What each claimed recipient of one channel's batch gets; the channel's template is resolved once for the batch. */
+        const prepare = Effect.fnUntraced(function*(channelId: number, claimed: ReadonlyArray<Claimed>) {
+          const entry = contentFor(broadcast, channelId)
+          const template = entry?.type === "template"
+            ? yield* Effect.result(templates.approved(companyId, { templateId: entry.templateId ?? 0, channelId, language: entry.language ?? undefined }))
+            : undefined
+          const links: Array<{ code: string; company_id: number; recipient_id: number; url: string }> = []
+          const prepared = claimed.map((recipient) => ({ recipient, send: sendFor(recipient, entry, template, links) }))
+          if (links.length > 0) {
+            yield* sql`INSERT INTO broadcast_links (code, company_id, recipient_id, url)
+              SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
+                AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
+          }
+          return prepared
+        })
+
         /**
          * Sends one claimed batch of one channel; returns how many were claimed. With `slots` (a paced
-         * channel) the j-th send starts at the j-th slot, else up to `sendConcurrency` go at once.
+         * channel) the j-th send starts at the j-th slot, else the batch goes through `Send.many` at once.
          */
         const sendBatch = Effect.fnUntraced(function*(channelId: number, n: number, now: Date, slots: ReadonlyArray<number> | null) {
           const claimed = yield* claim(channelId, n, now)
           if (claimed.length < n) cursors.delete(channelId)
           else cursors.set(channelId, Math.max(cursors.get(channelId) ?? 0, claimed[claimed.length - 1].id))
           if (claimed.length === 0) return 0
-          const entry = contentFor(broadcast, channelId)
-          const outcomes: Array<Outcome> = []
-          const toSend: Array<{ recipient: Claimed; text: string | null }> = []
-          const links: Array<{ code: string; company_id: number; recipient_id: number; url: string }> = []
-          for (const recipient of claimed) {
-            if (recipient.opted_out) outcomes.push(skipped(recipient.id, "opted_out"))
-            else if (recipient.blocked) outcomes.push(skipped(recipient.id, "contact_blocked"))
-            else if (recipient.recent) outcomes.push(skipped(recipient.id, "recently_contacted"))
-            else if (entry === undefined) outcomes.push(failed(recipient.id, "no_content"))
-            else if (entry.type === "template") toSend.push({ recipient, text: null })
-            else {
-              const prepared = textFor(recipient, entry)
-              for (const l of prepared.links) links.push({ code: l.code, company_id: companyId, recipient_id: recipient.id, url: l.url })
-              toSend.push({ recipient, text: prepared.text })
-            }
-          }
-          if (links.length > 0) {
-            yield* sql`INSERT INTO broadcast_links (code, company_id, recipient_id, url)
-              SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
-                AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
-          }
-          const texts = toSend.filter((t): t is { recipient: Claimed; text: string } => t.text !== null)
-          const itemOf = ({ recipient, text }: { recipient: Claimed; text: string }) => ({
-            key: recipient.id,
-            contactAccountId: recipient.contact_account_id,
-            text,
-            metadata: metadataOf(recipient)
-          })
+          const prepared = yield* prepare(channelId, claimed)
+          const outcomes = prepared.flatMap(({ send }) => isOutcome(send) ? [send] : [])
+          const items = prepared.flatMap(({ recipient, send }) => isOutcome(send) ? [] : [{ recipient, item: send }])
           if (slots === null) {
-            const templated = yield* Effect.forEach(toSend.filter((t) => t.text === null), ({ recipient }) => sendTemplate(recipient, entry!), {
-              concurrency: sendConcurrency
-            })
-            const early = [...outcomes, ...templated]
-            // The batch's messages, events and every claimed recipient's outcome in one statement.
-            if (texts.length > 0) {
-              yield* batches.deliver(companyId, channelId, senderUserId, texts.map(itemOf), (results) => outcomeWrites(companyId, [...early, ...results.map((r) => fromBatch(r))]))
-            } else {
-              yield* writeOutcomes(companyId, early)
-            }
+            const results = yield* sender.many(companyId, channelId, items.map(({ item }) => item), senderUserId)
+            yield* writeOutcomes(companyId, [...outcomes, ...results.map((r) => fromBatch(r))])
             return claimed.length
           }
           yield* writeOutcomes(companyId, outcomes)
-          yield* Effect.forEach(toSend, (send, j) =>
-            Effect.gen(function*() {
-              const { recipient } = send
-              const wait = slots[j] - (yield* Clock.currentTimeMillis)
-              if (wait > 0) yield* Effect.sleep(wait)
-              // A paced send waited for its slot: a pause, cancel or opt-out since the claim still counts.
-              const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
-                SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
-                  (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
-              if (fresh.run_status === "cancelled") return yield* writeOutcomes(companyId, [skipped(recipient.id, "cancelled")])
-              if (fresh.run_status !== "processing") return yield* writeOutcomes(companyId, [{ id: recipient.id, status: "pending", error: null, message_id: null }])
-              if (fresh.opted_out) return yield* writeOutcomes(companyId, [skipped(recipient.id, "opted_out")])
-              const log = actual.get(channelId) ?? []
-              actual.set(channelId, log)
-              const admitted = admit(log, pace.perMinute, yield* Clock.currentTimeMillis)
-              const late = admitted - (yield* Clock.currentTimeMillis)
-              if (late > 0) yield* Effect.sleep(late)
-              const at = new Date(admitted).toISOString()
-              if (send.text === null) return yield* writeOutcomes(companyId, [{ ...(yield* sendTemplate(recipient, entry!)), sent_at: at }])
-              yield* batches.deliver(companyId, channelId, senderUserId, [itemOf({ recipient, text: send.text })], (results) =>
-                outcomeWrites(companyId, results.map((r) => fromBatch(r, at))))
-            }), { concurrency: "unbounded", discard: true })
+          yield* Effect.forEach(items, ({ recipient, item }, j) => pacedSend(channelId, recipient, item, slots[j]), { concurrency: "unbounded", discard: true })
           return claimed.length
+        })
+
+        /** A paced send waits for its slot; a pause, cancel or opt-out since the claim still counts. */
+        const pacedSend = Effect.fnUntraced(function*(channelId: number, recipient: Claimed, item: BatchItem, slot: number) {
+          const wait = slot - (yield* Clock.currentTimeMillis)
+          if (wait > 0) yield* Effect.sleep(wait)
+          const [fresh] = yield* sql<{ run_status: string; opted_out: boolean }>`
+            SELECT (SELECT status FROM broadcast_runs WHERE company_id = ${companyId} AND id = ${runId}) AS run_status,
+              (SELECT opted_out_at IS NOT NULL FROM contacts WHERE company_id = ${companyId} AND id = ${recipient.contact_id}) AS opted_out`.pipe(Effect.orDie)
+          if (fresh.run_status === "cancelled") return yield* writeOutcomes(companyId, [skipped(recipient.id, "cancelled")])
+          if (fresh.run_status !== "processing") return yield* writeOutcomes(companyId, [{ id: recipient.id, status: "pending", error: null, message_id: null }])
+          if (fresh.opted_out) return yield* writeOutcomes(companyId, [skipped(recipient.id, "opted_out")])
+          const log = actual.get(channelId) ?? []
+          actual.set(channelId, log)
+          const admitted = admit(log, pace.perMinute, yield* Clock.currentTimeMillis)
+          const late = admitted - (yield* Clock.currentTimeMillis)
+          if (late > 0) yield* Effect.sleep(late)
+          const at = new Date(admitted).toISOString()
+          const results = yield* sender.many(companyId, channelId, [item], senderUserId)
+          yield* writeOutcomes(companyId, results.map((r) => fromBatch(r, at)))
         })
 
         let lastProgress = 0
@@ -617,7 +596,6 @@ export class RunEngine extends Context.Service<RunEngine, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer, BatchOutbound.layer]),
-    Layer.provide(Media.layer)
+    Layer.provide([BroadcastsRepo.layer, TemplateSending.layer, Send.layer])
   )
 }

@@ -1,11 +1,10 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { ChannelAccess } from "../auth/ChannelAccess.ts"
 import { type CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
 import { type ChannelType } from "../providers/Domain.ts"
-import { windowClosed, windowRefusal } from "../providers/Rules.ts"
 import {
   Conflict,
   type Forbidden,
@@ -19,17 +18,14 @@ import { invalidPhoneMessage, normalizePhone, phoneDigits } from "../platform/Ph
 import { Idempotency, keyInFlight, keyMismatch, outcomeUnknownStatus, requestHash } from "../platform/Idempotency.ts"
 import type { AttachmentInput, CreateMessage, ForwardMessage, Message, SendMessage, SendTarget } from "./Domain.ts"
 import { MessagesRepo } from "./Repo.ts"
-import { blockedMessage, carries, unfetchable } from "./Rules.ts"
-import { type OutgoingAttachment, SendLane, SendRefusal, type SendRequest, type SendUnavailable } from "./SendLane.ts"
+import { unfetchable } from "./Rules.ts"
+import { messageTypeOf, Send } from "./Send.ts"
+import { type OutgoingAttachment, SendRefusal, type SendUnavailable } from "./SendLane.ts"
+import { checkSend } from "./SendRules.ts"
 import { type ChannelRow, type ThreadContext, ThreadsRepo } from "./ThreadsRepo.ts"
 import { Visibility } from "./Visibility.ts"
 
 type SendFailure = Forbidden | NotFound | Unprocessable | Conflict | ServiceUnavailable
-
-/** A send whose target thread and content are resolved: what `deliver` checks against the sending rules and sends. */
-export type Delivery =
-  & Omit<SendRequest, "conversationId" | "threadId" | "channelId" | "contactAccountId" | "recipient" | "externalThreadId">
-  & { readonly thread: ThreadContext }
 
 /** The wire answer of a refusal: a key in flight or of unknown outcome is 409, every other refusal the 422 rule body. */
 export const refusalToWire = (e: SendRefusal) =>
@@ -87,9 +83,6 @@ const sourcesOf = (input: {
   ...(present(input.sticker_id) ? [{ sticker_id: input.sticker_id }] : [])
 ]
 
-/** A message with attachments takes the first one's type (a caption rides along as its text). */
-const messageTypeOf = (attachments: ReadonlyArray<OutgoingAttachment>) => attachments[0]?.type ?? "text"
-
 const notForwardable = new Set(["reaction", "template", "ephemeral", "unsupported", "location", "contact"])
 
 const phoneAddressed = (type: ChannelType) => type === "msgr_a" || type === "msgr_a_business"
@@ -97,16 +90,13 @@ const phoneAddressed = (type: ChannelType) => type === "msgr_a" || type === "msg
 const replayed = (body: unknown) => (body as { readonly data: Message }).data
 
 /**
- * Outbound messages: the HTTP send, direct create and forward (validation, target resolution,
- * idempotent replays), and `deliver`, the sending rules and the send itself for any caller that
- * already has its target thread and content.
+ * The HTTP fronts of outbound messages: send, direct create and forward (validation, target
+ * resolution, idempotent replays), each handing its resolved send to `Send.one`.
  */
 export class Outbound extends Context.Service<Outbound, {
-  /** Refuses by reason (`SendRefusal`) or sends through the thread's conversation lane. */
-  deliver(request: Delivery): Effect.Effect<Message, SendRefusal | SendUnavailable>
   /**
    * The thread of a contact account on a channel of its type, created (with its conversation) when
-   * missing: how a caller that addresses contacts gets the thread `deliver` takes. None when either is not the company's.
+   * missing: how a caller that addresses contacts gets the thread `Send.one` takes. None when either is not the company's.
    */
   threadFor(companyId: CompanyId, channelId: number, contactAccountId: number): Effect.Effect<Option.Option<ThreadContext>>
   /**
@@ -130,7 +120,7 @@ export class Outbound extends Context.Service<Outbound, {
       const access = yield* ChannelAccess
       const events = yield* Events
       const idempotency = yield* Idempotency
-      const lane = yield* SendLane
+      const sender = yield* Send
       const media = yield* Media
 
       const earlierAnswer = Effect.fnUntraced(function*(userId: number, endpoint: string, key: string, hash: string) {
@@ -147,54 +137,6 @@ export class Outbound extends Context.Service<Outbound, {
           case "None":
             return Option.none()
         }
-      })
-
-      /**
-       * The sending rules on the target thread, then the send through the thread's conversation lane.
-       * The rules are read here, just before the send: the lane orders sends, it does not freeze
-       * a contact's block or a channel's status, so reading them inside it would be no fresher.
-       */
-      const deliver = Effect.fn("Outbound.deliver")(function*(request: Delivery) {
-        const { thread, ...content } = request
-        const forward = request.endpoint === "forward"
-        const refuse = (reason: SendRefusal["reason"], error_code: string, message: string) =>
-          new SendRefusal({ reason, message, error_code })
-        // A forward copies its source as it is; the source's type was checked against the target channel.
-        const uncarried = forward ? undefined : request.attachments.find((a) => !carries[thread.channel_type].has(a.type))
-        if (uncarried !== undefined) {
-          return yield* refuse(
-            "content_type_unsupported",
-            "content_type_unsupported",
-            `A ${thread.channel_type} channel cannot carry a ${uncarried.type} attachment.`
-          )
-        }
-        if (thread.channel_status !== "connected") {
-          return yield* refuse(
-            "channel_not_connected",
-            "channel_not_connected",
-            forward ? "The target channel is not connected." : "The channel is not connected."
-          )
-        }
-        if (thread.contact_blocked) return yield* refuse("contact_blocked", "contact_blocked", blockedMessage)
-        // Approved templates are what the customer-service window leaves open.
-        const closed = request.template === undefined
-          ? windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, yield* Clock.currentTimeMillis)
-          : null
-        if (closed !== null) {
-          const refusal = windowRefusal(thread.channel_type, closed, forward)
-          return yield* refuse("window_closed", refusal.error_code, refusal.message)
-        }
-        const recipient = thread.external_thread_id ?? thread.account_external_id
-        if (recipient === null) return yield* refuse("no_recipient", "no_recipient", "The thread has no recipient on the channel.")
-        return yield* lane.run({
-          ...content,
-          conversationId: thread.conversation_id,
-          threadId: thread.id,
-          channelId: thread.channel_id,
-          contactAccountId: thread.contact_account_id,
-          recipient,
-          externalThreadId: thread.external_thread_id
-        })
       })
 
       /** Contact, conversation and thread for a contact account on a channel, created when missing (one transaction). */
@@ -360,12 +302,12 @@ export class Outbound extends Context.Service<Outbound, {
         if (Option.isSome(earlier)) return replayed(earlier.value)
         const thread = yield* targetFrom(company.id, input.channel_id, input, known)
         const attachments = yield* outgoing(company.id, sourcesOf(input))
-        return yield* deliver({
+        return yield* sender.one({
           thread,
           endpoint: "send",
           companyId: company.id,
           userId: actor.userId,
-          messageType: messageTypeOf(attachments),
+          messageType: messageTypeOf({ attachments }),
           text: input.text ?? null,
           attachments,
           quotedMessageId: null,
@@ -406,12 +348,12 @@ export class Outbound extends Context.Service<Outbound, {
           quotedExternal = input.quoted_external_message_id
         }
         const attachments = yield* outgoing(company.id, sourcesOf(input))
-        return yield* deliver({
+        return yield* sender.one({
           thread,
           endpoint: "create",
           companyId: company.id,
           userId: actor.userId,
-          messageType: messageTypeOf(attachments),
+          messageType: messageTypeOf({ attachments }),
           text: input.text ?? null,
           attachments,
           quotedMessageId,
@@ -447,6 +389,25 @@ export class Outbound extends Context.Service<Outbound, {
         return yield* ruleViolation("channel_required", `Several ${accountType} channels can reach this contact account; give target_channel_id.`)
       })
 
+      /** The forward's target: its channel, and the thread on it or the contact account a thread is created for. */
+      const forwardTarget = Effect.fnUntraced(function*(companyId: CompanyId, input: ForwardMessage) {
+        if (present(input.target_thread_id)) {
+          const existing = yield* visibility.thread(companyId, input.target_thread_id)
+          if (present(input.target_channel_id) && input.target_channel_id !== existing.channel_id) {
+            return yield* ruleViolation("channel_incompatible", "The target thread is on another channel than target_channel_id.")
+          }
+          const channel = yield* orNotFound(yield* threads.channel(companyId, existing.channel_id))
+          return { channel, existing, account: null }
+        }
+        const found = yield* threads.account(companyId, input.target_contact_account_id!)
+        if (Option.isNone(found)) return yield* notFound("Contact account not found.")
+        const account = found.value
+        const channel = yield* forwardChannel(companyId, account.channel_type, account.id, input.target_channel_id)
+        const threadRef = yield* threads.threadOf(companyId, channel.id, account.id)
+        const existing = Option.isSome(threadRef) ? Option.getOrNull(yield* threads.threadContext(companyId, threadRef.value.id)) : null
+        return { channel, existing, account }
+      })
+
       const forward = Effect.fn("Outbound.forward")(function*(id: number, input: ForwardMessage) {
         const { company, actor, row: source } = yield* visibility.message(id, "conversation.create")
         if (present(input.target_thread_id) === present(input.target_contact_account_id)) {
@@ -468,48 +429,27 @@ export class Outbound extends Context.Service<Outbound, {
           return yield* ruleViolation("message_not_forwardable", `A ${source.message_type} message cannot be forwarded.`)
         }
 
-        let channel: ChannelRow
-        let existing: ThreadContext | null = null
-        let account: { readonly id: number; readonly contact_id: number } | null = null
-        if (present(input.target_thread_id)) {
-          existing = yield* visibility.thread(company.id, input.target_thread_id)
-          if (present(input.target_channel_id) && input.target_channel_id !== existing.channel_id) {
-            return yield* ruleViolation("channel_incompatible", "The target thread is on another channel than target_channel_id.")
-          }
-          channel = yield* orNotFound(yield* threads.channel(company.id, existing.channel_id))
-        } else {
-          const found = yield* threads.account(company.id, input.target_contact_account_id!)
-          if (Option.isNone(found)) return yield* notFound("Contact account not found.")
-          account = found.value
-          channel = yield* forwardChannel(company.id, found.value.channel_type, found.value.id, input.target_channel_id)
-          const threadRef = yield* threads.threadOf(company.id, channel.id, found.value.id)
-          if (Option.isSome(threadRef)) existing = Option.getOrNull(yield* threads.threadContext(company.id, threadRef.value.id))
-        }
-        if (channel.status !== "connected") {
-          return yield* ruleViolation("channel_not_connected", "The target channel is not connected.")
-        }
-        if (existing !== null && existing.is_group) {
-          return yield* ruleViolation("channel_not_textable", "The target is a comment thread; it takes replies, not forwarded messages.")
-        }
-        if (!carries[channel.type].has(source.message_type)) {
-          return yield* ruleViolation("content_type_unsupported", `A ${channel.type} channel cannot carry a ${source.message_type} message.`)
-        }
-        const blocked = existing !== null
-          ? existing.contact_blocked
-          : Option.match(yield* threads.contact(company.id, account!.contact_id), { onNone: () => false, onSome: (c) => c.blocked })
-        if (blocked) return yield* ruleViolation("contact_blocked", blockedMessage)
-        const closed = windowClosed(channel.type, false, existing?.last_inbound_at ?? null, yield* Clock.currentTimeMillis)
-        if (closed !== null) {
-          const refusal = windowRefusal(channel.type, closed, true)
-          return yield* ruleViolation(refusal.error_code, refusal.message)
-        }
+        const { channel, existing, account } = yield* forwardTarget(company.id, input)
+        // The rules before a thread is created for the forward: a new thread has no inbound yet.
+        const verdict = checkSend({
+          channel_type: channel.type,
+          channel_status: channel.status,
+          is_group: existing?.is_group ?? false,
+          contact_blocked: existing !== null
+            ? existing.contact_blocked
+            : Option.match(yield* threads.contact(company.id, account!.contact_id), { onNone: () => false, onSome: (c) => c.blocked }),
+          last_inbound_at: existing?.last_inbound_at ?? null,
+          external_thread_id: existing?.external_thread_id ?? null,
+          account_external_id: existing?.account_external_id ?? account?.external_id ?? null
+        }, { forward: true, types: [source.message_type], template: false }, yield* Clock.currentTimeMillis)
+        if (Result.isFailure(verdict)) return yield* refusalToWire(verdict.failure)
         const threadId = existing?.id ?? (yield* ensureThreadFor(company.id, channel.id, account!.id, account!.contact_id))
         const thread = existing ?? (yield* orNotFound(yield* threads.threadContext(company.id, threadId)))
         // A stored file travels by its storage path; its signed link belongs to the source message.
         const attachments: ReadonlyArray<OutgoingAttachment> = sourceAttachments.map(({ id: _, ...a }) =>
           a.storage_path === null ? a : { ...a, url: null, thumbnail_url: null }
         )
-        return yield* deliver({
+        return yield* sender.one({
           thread,
           endpoint: "forward",
           companyId: company.id,
@@ -524,11 +464,11 @@ export class Outbound extends Context.Service<Outbound, {
         }).pipe(toWire)
       })
 
-      return Outbound.of({ deliver, threadFor, target, replay, send, create, forward })
+      return Outbound.of({ threadFor, target, replay, send, create, forward })
     })
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([Visibility.layer, MessagesRepo.layer, ThreadsRepo.layer, Idempotency.layer])
+    Layer.provide([Visibility.layer, MessagesRepo.layer, ThreadsRepo.layer, Idempotency.layer, Send.layer])
   )
 }

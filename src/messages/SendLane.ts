@@ -51,6 +51,7 @@ export const SendRefusalReason = Schema.Literals([
   "window_closed",
   "no_recipient",
   "content_type_unsupported",
+  "channel_not_textable",
   "outcome_unknown"
 ])
 export type SendRefusalReason = typeof SendRefusalReason.Type

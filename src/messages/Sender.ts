@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Exit, Layer, Option, Predicate, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Credentials } from "../providers/Credentials.ts"
-import { type ChannelContext, Providers } from "../providers/Provider.ts"
+import { type ChannelContext, type OutboundAttachment, type ProviderError, Providers, type SentMessage } from "../providers/Provider.ts"
 import { Events } from "../events/Events.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
 import { countSend } from "../platform/Metrics.ts"
@@ -10,7 +10,7 @@ import type { CompanyId } from "../auth/Domain.ts"
 import { Message } from "./Domain.ts"
 import { MessagesRepo, toMessage } from "./Repo.ts"
 import { createdPayload, messageReference } from "./Rules.ts"
-import { SendRefusal, type SendRequest } from "./SendLane.ts"
+import { type OutgoingAttachment, SendRefusal, type SendRequest } from "./SendLane.ts"
 import { ThreadsRepo } from "./ThreadsRepo.ts"
 import { channelContext } from "../providers/Rules.ts"
 
@@ -25,9 +25,42 @@ const decodeMessage = Schema.decodeUnknownEffect(Message)
 const messageIdOf = (ref: unknown) =>
   Predicate.isObject(ref) && "message_id" in ref && Predicate.isNumber(ref.message_id) ? ref.message_id : null
 
+/** The attachments as an adapter takes them: local files by absolute path, where the blob store keeps them. */
+export const forProvider = (store: BlobStore["Service"], attachments: ReadonlyArray<OutgoingAttachment>) =>
+  Effect.forEach(attachments, (a) =>
+    Effect.map(
+      a.storage_path === null ? Effect.succeed(null) : Effect.orElseSucceed(store.absolute(a.storage_path), () => null),
+      (local): OutboundAttachment => ({ type: a.type, mime_type: a.mime_type, storage_path: local, url: a.url, file_name: a.file_name })
+    ))
+
+export interface ProviderOutcome {
+  readonly status: SentMessage["status"]
+  readonly error: string | null
+  readonly externalMessageId: string | null
+  readonly externalThreadId: string | null
+}
+
+/** What a provider call's exit stores: its status and ids, or `failed` with the provider's error. */
+export const providerOutcome = Effect.fnUntraced(function*(
+  outcome: Exit.Exit<SentMessage, Pick<ProviderError, "code" | "message">>
+): Effect.fn.Return<ProviderOutcome> {
+  if (Exit.isSuccess(outcome)) {
+    const { status, externalMessageId, externalThreadId } = outcome.value
+    return { status, error: null, externalMessageId, externalThreadId }
+  }
+  const error = Exit.findErrorOption(outcome)
+  if (Option.isNone(error)) yield* Effect.logWarning("provider send died", outcome.cause)
+  return {
+    status: "failed",
+    error: Option.match(error, { onNone: () => "The provider call failed.", onSome: (e) => `${e.code}: ${e.message}` }),
+    externalMessageId: null,
+    externalThreadId: null
+  }
+})
+
 /**
  * Performs one outbound send inside its conversation's entity (so sends of a conversation are
- * ordered); `Outbound.deliver` has already applied the sending rules. The message (status `pending`) and
+ * ordered); `Send.one` has already applied the sending rules. The message (status `pending`) and
  * its idempotency key are written in one transaction; the provider is called after commit; a second
  * write (one statement) records the outcome (`sent`… or `failed` with the provider's error, and a history row),
  * completes the key with the answer and emits `message.created` with the final status. A provider
@@ -158,12 +191,7 @@ export class Sender extends Context.Service<Sender, {
 
         return yield* Effect.gen(function*() {
           const channel = yield* channelFor(companyId, req.channelId)
-          // Adapters read local files by absolute path: the blob store decides where storage paths live.
-          const attachments = yield* Effect.forEach(req.attachments, (a) =>
-            Effect.map(
-              a.storage_path === null ? Effect.succeed(null) : Effect.orElseSucceed(store.absolute(a.storage_path), () => null),
-              (local) => ({ type: a.type, mime_type: a.mime_type, storage_path: local, url: a.url, file_name: a.file_name })
-            ))
+          const attachments = yield* forProvider(store, req.attachments)
           const outcome = Option.isNone(channel)
             ? Exit.fail({ code: "channel_missing", message: "The channel was deleted." })
             : yield* Effect.exit(
@@ -176,25 +204,7 @@ export class Sender extends Context.Service<Sender, {
                 ...(req.template === undefined ? {} : { template: req.template })
               })
             )
-          if (Exit.isFailure(outcome) && Option.isNone(Exit.findErrorOption(outcome))) {
-            yield* Effect.logWarning("provider send died", outcome.cause)
-          }
-          const result = Exit.isSuccess(outcome)
-            ? {
-              status: outcome.value.status,
-              error: null,
-              externalMessageId: outcome.value.externalMessageId,
-              externalThreadId: outcome.value.externalThreadId
-            }
-            : {
-              status: "failed",
-              error: Option.match(Exit.findErrorOption(outcome), {
-                onNone: () => "The provider call failed.",
-                onSome: (e) => `${e.code}: ${e.message}`
-              }),
-              externalMessageId: null,
-              externalThreadId: null
-            }
+          const result = yield* providerOutcome(outcome)
           // One statement, no transaction: the outcome, the key's answer and the event commit together,
           // and the company's event sequence row is held only for that statement's commit.
           const { finished, writes } = repo.finishOutbound(companyId, row, result, new Date(yield* Clock.currentTimeMillis))

@@ -4,6 +4,7 @@ import { Media } from "../media/Media.ts"
 import type { Message } from "../messages/Domain.ts"
 import { Outbound, refusalToWire, targetErrors } from "../messages/Outbound.ts"
 import { MessagesRepo } from "../messages/Repo.ts"
+import { Send } from "../messages/Send.ts"
 import { ThreadsRepo } from "../messages/ThreadsRepo.ts"
 import { Visibility } from "../messages/Visibility.ts"
 import {
@@ -18,7 +19,7 @@ import {
 import { requestHash } from "../platform/Idempotency.ts"
 import type { SendTemplate } from "./Domain.ts"
 import { render } from "./Rules.ts"
-import { type TemplateRefusal, TemplateSending } from "./Sending.ts"
+import { templateContent, type TemplateRefusal, TemplateSending } from "./Sending.ts"
 
 /** Free-form objects we keep (the variables ride in the message metadata) are capped. */
 const maxVariablesBytes = 16 * 1024
@@ -26,7 +27,7 @@ const maxVariablesBytes = 16 * 1024
 const refusalToHttp = (e: TemplateRefusal) =>
   e.reason === "template_not_found" ? notFound(e.message) : invalidFields({ [e.field]: [e.message] })
 
-/** `POST /v1/messages/send-template`: the HTTP side of `TemplateSending`, with the send endpoint's targets and replays. */
+/** `POST /v1/messages/send-template`: an approved template through `Send.one`, with the send endpoint's targets and replays. */
 export class TemplateMessages extends Context.Service<TemplateMessages, {
   send(input: SendTemplate, key: string | undefined): Effect.Effect<
     Message,
@@ -39,6 +40,7 @@ export class TemplateMessages extends Context.Service<TemplateMessages, {
     Effect.gen(function*() {
       const outbound = yield* Outbound
       const sending = yield* TemplateSending
+      const sender = yield* Send
       const visibility = yield* Visibility
 
       const send = Effect.fn("TemplateMessages.send")(function*(input: SendTemplate, key: string | undefined) {
@@ -64,15 +66,19 @@ export class TemplateMessages extends Context.Service<TemplateMessages, {
         if (rendered._tag === "Missing") {
           return yield* invalidFields(Object.fromEntries(rendered.names.map((name) => [`variables.${name}`, [`The variable ${name} is required.`]])))
         }
+        const content = yield* Effect.fromResult(templateContent(template, variables)).pipe(Effect.mapError(refusalToHttp))
         const thread = yield* outbound.target(company.id, input.channel_id, input)
-        return yield* sending.deliver({
+        return yield* sender.one({
+          ...content,
           thread,
+          endpoint: "send-template",
+          companyId: company.id,
           userId: actor.userId,
-          template,
-          variables,
+          messageType: "template",
+          quotedMessageId: null,
+          quotedExternalMessageId: null,
           idempotency: key === undefined ? null : { key, hash }
         }).pipe(Effect.catchTags({
-          TemplateRefusal: (e) => Effect.fail(refusalToHttp(e)),
           SendRefusal: (e) => Effect.fail(refusalToWire(e)),
           SendUnavailable: (e) => Effect.fail(new ServiceUnavailable({ message: e.message }))
         }))
@@ -83,7 +89,7 @@ export class TemplateMessages extends Context.Service<TemplateMessages, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([TemplateSending.layer, Outbound.layer, Visibility.layer]),
+    Layer.provide([TemplateSending.layer, Outbound.layer, Visibility.layer, Send.layer]),
     Layer.provide([MessagesRepo.layer, ThreadsRepo.layer, Media.layer])
   )
 }

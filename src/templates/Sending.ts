@@ -1,20 +1,16 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option, Result, Schema } from "effect"
 import type { CompanyId } from "../auth/Domain.ts"
-import { Media } from "../media/Media.ts"
-import type { Message } from "../messages/Domain.ts"
-import { Outbound } from "../messages/Outbound.ts"
-import type { SendRefusal, SendUnavailable } from "../messages/SendLane.ts"
-import type { ThreadContext } from "../messages/ThreadsRepo.ts"
+import type { OutgoingTemplate } from "../messages/SendLane.ts"
 import { TemplatesRepo } from "./Repo.ts"
 import { render } from "./Rules.ts"
 
 /**
  * Why a template send was not made. `field` is the request field a 422 names
- * (`template_id`, `language`, `variables.<name>`, `thread_id`); broadcasts and automations turn
+ * (`template_id`, `language`, `variables.<name>`); broadcasts and automations turn
  * the reason into a skipped recipient or a failed step.
  */
 export class TemplateRefusal extends Schema.TaggedError<TemplateRefusal>()("TemplateRefusal", {
-  reason: Schema.Literals(["template_not_found", "no_approved_instance", "missing_variable", "channel_mismatch"]),
+  reason: Schema.Literals(["template_not_found", "no_approved_instance", "missing_variable"]),
   field: Schema.String,
   message: Schema.String
 }) {}
@@ -46,22 +42,46 @@ export interface TemplateChoice {
   readonly language?: string | undefined
 }
 
-/** A template send on a thread: see `TemplateSending.deliver`. */
-export interface TemplateDelivery {
-  readonly thread: ThreadContext
-  readonly userId: number
-  readonly template: ApprovedTemplate
-  readonly variables: Readonly<Record<string, string>>
-  readonly idempotency: { readonly key: string; readonly hash: string } | null
-  readonly metadata?: Readonly<Record<string, unknown>> | undefined
-}
-
 const refuse = (reason: TemplateRefusal["reason"], field: string, message: string) => new TemplateRefusal({ reason, field, message })
 
+/** A rendered template as either door of `messages/Send.ts` takes it. */
+export interface TemplateContent {
+  readonly text: string
+  readonly attachments: ReadonlyArray<never>
+  readonly template: OutgoingTemplate
+  readonly metadata: Record<string, unknown>
+}
+
 /**
- * The port other areas (broadcasts, automations) use to send an approved template. Sends go
- * through `Outbound.deliver`, so the Conversation lane, blocked contacts and idempotency apply;
- * the 24-hour window does not.
+ * Renders header, body and footer with `variables` into a `template` message's content, whose
+ * metadata carries the template reference (what counts the template's uses); the first missing
+ * variable refuses it.
+ */
+export const templateContent = (
+  t: ApprovedTemplate,
+  variables: Readonly<Record<string, string>>,
+  metadata: Readonly<Record<string, unknown>> = {}
+): Result.Result<TemplateContent, TemplateRefusal> => {
+  const rendered = render(t, variables)
+  if (rendered._tag === "Missing") {
+    const name = rendered.names[0]
+    return Result.fail(refuse("missing_variable", `variables.${name}`, `The variable ${name} is required.`))
+  }
+  return Result.succeed({
+    text: rendered.value.text,
+    attachments: [],
+    template: { name: t.slug, language: t.language, header: rendered.value.header, body: rendered.value.body },
+    metadata: {
+      ...metadata,
+      template: { id: t.instanceId, template_group_id: t.groupId, name: t.name, slug: t.slug, language: t.language, variables }
+    }
+  })
+}
+
+/**
+ * The approved templates other areas (broadcasts, automations, send-template) send. The send itself
+ * takes `templateContent` through a door of `messages/Send.ts`, whose rules let a template through a
+ * closed customer-service window.
  */
 export class TemplateSending extends Context.Service<TemplateSending, {
   /**
@@ -69,18 +89,11 @@ export class TemplateSending extends Context.Service<TemplateSending, {
    * else the group's first language. An archived template has no approved instance.
    */
   approved(companyId: CompanyId, input: TemplateChoice): Effect.Effect<ApprovedTemplate, TemplateRefusal>
-  /**
-   * Renders header, body and footer with `variables` and sends it on the thread (which must be on
-   * the template's channel) as a `template` message whose metadata carries the template reference;
-   * the send counts as a use.
-   */
-  deliver(input: TemplateDelivery): Effect.Effect<Message, TemplateRefusal | SendRefusal | SendUnavailable>
 }>()("crm/templates/TemplateSending") {
   static readonly layerNoDeps = Layer.effect(
     TemplateSending,
     Effect.gen(function*() {
       const repo = yield* TemplatesRepo
-      const outbound = yield* Outbound
 
       const approved = Effect.fn("TemplateSending.approved")(function*(companyId: CompanyId, input: TemplateChoice) {
         const found = yield* repo.resolve(companyId, input.templateId)
@@ -118,48 +131,9 @@ export class TemplateSending extends Context.Service<TemplateSending, {
         }
       })
 
-      const deliver = Effect.fn("TemplateSending.deliver")(function*(input: TemplateDelivery) {
-        const { thread, template: t } = input
-        if (thread.channel_id !== t.channelId) {
-          return yield* refuse("channel_mismatch", "thread_id", "The thread is not on the template's channel.")
-        }
-        const rendered = render(t, input.variables)
-        if (rendered._tag === "Missing") {
-          const name = rendered.names[0]
-          return yield* refuse("missing_variable", `variables.${name}`, `The variable ${name} is required.`)
-        }
-        return yield* outbound.deliver({
-          thread,
-          endpoint: "send-template",
-          companyId: t.companyId,
-          userId: input.userId,
-          messageType: "template",
-          text: rendered.value.text,
-          attachments: [],
-          quotedMessageId: null,
-          quotedExternalMessageId: null,
-          metadata: {
-            ...input.metadata,
-            template: {
-              id: t.instanceId,
-              template_group_id: t.groupId,
-              name: t.name,
-              slug: t.slug,
-              language: t.language,
-              variables: input.variables
-            }
-          },
-          idempotency: input.idempotency,
-          template: { name: t.slug, language: t.language, header: rendered.value.header, body: rendered.value.body }
-        })
-      })
-
-      return TemplateSending.of({ approved, deliver })
+      return TemplateSending.of({ approved })
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([TemplatesRepo.layer, Outbound.layer]),
-    Layer.provide(Media.layer)
-  )
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide(TemplatesRepo.layer))
 }

@@ -4,6 +4,7 @@ import { afterAll, beforeAll } from "vitest"
 import { CompanyId } from "../../src/auth/Domain.ts"
 import { Media } from "../../src/media/Media.ts"
 import { Outbound } from "../../src/messages/Outbound.ts"
+import { Send } from "../../src/messages/Send.ts"
 import { ThreadsRepo } from "../../src/messages/ThreadsRepo.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 import { conversationOn, createChannel, messageCount } from "./support.ts"
@@ -15,7 +16,15 @@ beforeAll(async () => {
 })
 afterAll(() => server?.close())
 
-/** Outbound as a caller other than HTTP uses it (a broadcast, an automation): no actor, a resolved target. */
+/** The single-send door as a caller other than HTTP uses it (an automation): no actor, a resolved target. */
+const withSend = <A, E>(f: (send: Send["Service"], threads: ThreadsRepo["Service"]) => Effect.Effect<A, E>) =>
+  server.runInApp(
+    Effect.gen(function*() {
+      return yield* f(yield* Send, yield* ThreadsRepo)
+    }).pipe(Effect.provide(Layer.mergeAll(Send.layer, ThreadsRepo.layer)))
+  )
+
+/** Outbound's thread lookup for callers that address contact accounts. */
 const withOutbound = <A, E>(f: (outbound: Outbound["Service"], threads: ThreadsRepo["Service"]) => Effect.Effect<A, E>) =>
   server.runInApp(
     Effect.gen(function*() {
@@ -38,15 +47,15 @@ const content = (companyId: number, userId: number, text: string) => ({
 
 const userOf = async (token: string) => (await request(server, "GET", "/v1/me", { token })).body.data.id as number
 
-describe("Outbound.deliver (non-HTTP callers)", () => {
+describe("Send.one (non-HTTP callers)", () => {
   it("sends to a resolved thread and refuses by typed reason, writing nothing", async () => {
     const a = await createCompany(server)
     const userId = await userOf(a.token)
     const c = await conversationOn(server, a.token)
-    const sent = await withOutbound((outbound, threads) =>
+    const sent = await withSend((send, threads) =>
       Effect.gen(function*() {
         const thread = Option.getOrThrow(yield* threads.threadContext(CompanyId.make(a.id), c.threadId))
-        return yield* outbound.deliver({ ...content(a.id, userId, "From an automation"), thread })
+        return yield* send.one({ ...content(a.id, userId, "From an automation"), thread })
       })
     )
     assert.strictEqual(sent.status, "sent")
@@ -57,10 +66,10 @@ describe("Outbound.deliver (non-HTTP callers)", () => {
       c.conversationId
     ])
     const before = await messageCount(server, a.id)
-    const refusal = await withOutbound((outbound, threads) =>
+    const refusal = await withSend((send, threads) =>
       Effect.gen(function*() {
         const thread = Option.getOrThrow(yield* threads.threadContext(CompanyId.make(a.id), c.threadId))
-        return yield* outbound.deliver({ ...content(a.id, userId, "Blocked"), thread }).pipe(
+        return yield* send.one({ ...content(a.id, userId, "Blocked"), thread }).pipe(
           Effect.as("sent"),
           Effect.catchTags({
             SendRefusal: (e) => Effect.succeed(`${e.reason}: ${e.error_code}`),
