@@ -45,7 +45,9 @@ const Database = MigrationsLayer.pipe(Layer.provideMerge(SqlLayer))
 
 const Cluster = CompanyEntities.pipe(Layer.provideMerge(ClusterLayer))
 
-const Platform = Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+// The channels' provider adapters spend their budgets through the rate limiter.
+const Platform = Layer.mergeAll(Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+  Layer.provideMerge(RateLimiterLayer),
   Layer.provideMerge(Notices.layer),
   Layer.provideMerge(Cluster)
 )

@@ -3,7 +3,7 @@ import { HttpClientRequest } from "effect/http"
 import { createHmac } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqual } from "../platform/Crypto.ts"
-import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type ModerationStatus, type OutboundMessage, type ProviderAdapter, ProviderError, type ProviderTemplate, type SentMessage, type TemplateRef, type TemplateVerdict } from "./Provider.ts"
+import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type ModerationStatus, type OutboundMessage, ProviderError, ProviderThrottled, type RawAdapter, type ProviderTemplate, type SentMessage, type TemplateRef, type TemplateVerdict } from "./Provider.ts"
 import {
   contentTypeOf,
   decodeAs,
@@ -261,20 +261,44 @@ const decodeBlock = decodeAs(WaBlockAnswer)
 
 /** Re-engagement required: the user has not written within 24 hours. */
 const reEngagement = 131047
-const throttled = new Set([4, 80007, 130429, 131048, 131056])
 
-const errorFor = (code: number | undefined, message: string, status: number): ProviderError => {
+/**
+ * Throttle answers and how long to hold off (the Cloud API gives no retry time): 130429 the
+ * number's throughput, 131056 the pair of this number and one user (about one message per 6 s),
+ * 80007 and 4 the account's or app's call rate; HTTP 429 without a code counts as throughput.
+ */
+export const throttleOf = (code: number | undefined, status: number): { readonly scope: "channel" | "pair"; readonly retryAfterMs: number } | null => {
+  switch (code) {
+    case 130429:
+      return { scope: "channel", retryAfterMs: 1_000 }
+    case 131056:
+      return { scope: "pair", retryAfterMs: 6_000 }
+    case 80007:
+    case 4:
+      return { scope: "channel", retryAfterMs: 60_000 }
+    default:
+      return status === 429 ? { scope: "channel", retryAfterMs: 1_000 } : null
+  }
+}
+
+const errorFor = (code: number | undefined, message: string, status: number): ProviderError | ProviderThrottled => {
   if (code === reEngagement) return new ProviderError({ code: "not_reachable_24h", message })
-  if (status >= 500 || status === 429 || (code !== undefined && throttled.has(code))) return unavailable(message)
+  const throttle = throttleOf(code, status)
+  if (throttle !== null) return new ProviderThrottled({ ...throttle, message })
+  if (status >= 500 || code === 131048) return unavailable(message)
   return rejected(message)
 }
 
-const failure = (answer: RawAnswer): ProviderError =>
+const failure = (answer: RawAnswer): ProviderError | ProviderThrottled =>
   Option.match(Option.flatMap(parseJson(answer), decodeError), {
     onNone: () => errorFor(undefined, `WhatsApp answered HTTP ${answer.status}.`, answer.status),
     onSome: ({ error }) =>
       errorFor(error.code, error.error_data?.details ?? error.message ?? `WhatsApp answered HTTP ${answer.status}.`, answer.status)
   })
+
+/** A throttle answer outside sending (or after part of a send went out) is one more way of being unavailable. */
+const once = <A, R>(effect: Effect.Effect<A, ProviderError | ProviderThrottled, R>): Effect.Effect<A, ProviderError, R> =>
+  Effect.catchTag(effect, "ProviderThrottled", (t) => Effect.fail(unavailable(t.message)))
 
 const mediaType = (type: string) => {
   switch (type) {
@@ -358,7 +382,7 @@ const componentsOf = (t: ProviderTemplate) => [
 ]
 
 export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
-  readonly adapter: ProviderAdapter
+  readonly adapter: RawAdapter
 }>()("crm/channels/WhatsAppCloudApi") {
   static readonly layer = Layer.effect(
     WhatsAppCloudApi,
@@ -377,7 +401,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
       const call = (request: HttpClientRequest.HttpClientRequest, token: string) =>
         Effect.flatMap(
           http.execute(HttpClientRequest.bearerToken(request, token), "WhatsApp"),
-          (answer): Effect.Effect<unknown, ProviderError> => {
+          (answer): Effect.Effect<unknown, ProviderError | ProviderThrottled> => {
             if (answer.status >= 200 && answer.status < 300) return Effect.succeed(Option.getOrNull(parseJson(answer)))
             return Effect.fail(failure(answer))
           }
@@ -439,13 +463,15 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         const captioned = items.length === 1 && captionable.has(mediaType(items[0].type)) &&
           (text === null || text.length <= captionLimit)
         const ids: Array<string> = []
+        // Once a part is delivered the send cannot be made again without doubling it: a later throttle is a failure.
+        const part = <A>(effect: Effect.Effect<A, ProviderError | ProviderThrottled>) => ids.length === 0 ? effect : once(effect)
         if (text !== null && !captioned) {
           ids.push(yield* postMessage(account, { ...envelope, type: "text", text: { body: text, preview_url: false } }))
         }
         for (const item of items) {
           const type = mediaType(item.type)
-          const media = yield* mediaObject(account, item)
-          ids.push(yield* postMessage(account, {
+          const media = yield* part(mediaObject(account, item))
+          ids.push(yield* part(postMessage(account, {
             ...envelope,
             type,
             [type]: {
@@ -453,7 +479,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
               ...(captioned && text !== null ? { caption: text } : {}),
               ...(type === "document" && item.file_name !== null ? { filename: item.file_name } : {})
             }
-          }))
+          })))
         }
         return done(ids[0])
       })
@@ -568,7 +594,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
           if (answer.status === 404) continue
           if (answer.status < 200 || answer.status >= 300) {
             const error = failure(answer)
-            if (error.code === "rejected") continue
+            if (error._tag === "ProviderError" && error.code === "rejected") continue
             return yield* error
           }
           const info = Option.getOrUndefined(Option.flatMap(parseJson(answer), decodeTemplateInfo))
@@ -588,19 +614,21 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         )
       })
 
-      const adapter: ProviderAdapter = {
+      const block = blockList("POST")
+      const unblock = blockList("DELETE")
+      const adapter: RawAdapter = {
         send,
         edit: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot edit sent messages.")),
         revoke: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot delete messages for the recipient.")),
-        react,
+        react: (...args) => once(react(...args)),
         like: () => Effect.fail(notSupported("WhatsApp has no likes.")),
-        block: blockList("POST"),
-        unblock: blockList("DELETE"),
-        download,
-        requestCallPermission,
-        submitTemplate,
-        templateStatuses,
-        deleteTemplate
+        block: (...args) => once(block(...args)),
+        unblock: (...args) => once(unblock(...args)),
+        download: (...args) => once(download(...args)),
+        requestCallPermission: (...args) => once(requestCallPermission(...args)),
+        submitTemplate: (...args) => once(submitTemplate(...args)),
+        templateStatuses: (...args) => once(templateStatuses(...args)),
+        deleteTemplate: (...args) => once(deleteTemplate(...args))
       }
       return WhatsAppCloudApi.of({ adapter })
     })
