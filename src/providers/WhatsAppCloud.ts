@@ -81,8 +81,10 @@ const WaValue = Schema.Struct({
   }))),
   messages: Schema.optional(Schema.Array(WaMessage)),
   statuses: Schema.optional(Schema.Array(WaStatus)),
-  // field `message_template_status_update`
+  // fields `message_template_status_update` and `phone_number_quality_update`
   event: Schema.optional(Schema.String),
+  current_limit: Schema.optional(Schema.String),
+  max_daily_conversations_per_business: Schema.optional(Schema.Union([Schema.String, Schema.Number])),
   message_template_id: Schema.optional(Schema.Union([Schema.Number, Schema.String])),
   reason: Schema.optional(Schema.NullOr(Schema.String))
 })
@@ -177,6 +179,40 @@ const callPermissionReplyOf = (m: WaMessage): CallPermissionReply | null => {
 const statusValues = new Set(["sent", "delivered", "read", "failed"])
 
 /**
+ * What a `phone_number_quality_update` says about the number: its throughput (messages a second)
+ * and its messaging limit (unique customers outside the 24-hour window per rolling 24 h; null is
+ * unlimited). A key is absent when the notification does not speak of it.
+ */
+export interface ProviderLimits {
+  readonly provider_throughput?: number
+  readonly messaging_limit?: number | null
+}
+
+const tierLimits: Record<string, number | null> = {
+  TIER_50: 50,
+  TIER_250: 250,
+  TIER_1K: 1_000,
+  TIER_2K: 2_000,
+  TIER_10K: 10_000,
+  TIER_100K: 100_000,
+  TIER_UNLIMITED: null
+}
+
+/** The throughput of an upgraded number, and of every other (the Cloud API's figures). */
+export const upgradedThroughput = 1_000
+export const defaultThroughput = 80
+
+export const providerLimitsOf = (value: typeof WaValue.Type): ProviderLimits => {
+  const event = value.event?.toUpperCase() ?? ""
+  if (event === "THROUGHPUT_UPGRADE") return { provider_throughput: upgradedThroughput }
+  if (event === "THROUGHPUT_DOWNGRADE") return { provider_throughput: defaultThroughput }
+  const daily = Number(value.max_daily_conversations_per_business)
+  if (Number.isInteger(daily) && daily > 0) return { messaging_limit: daily }
+  const tier = value.current_limit?.toUpperCase()
+  return tier !== undefined && tier in tierLimits ? { messaging_limit: tierLimits[tier] } : {}
+}
+
+/**
  * Messages, statuses and call-permission answers of one webhook delivery. A Meta app posts
  * every number's traffic to its one webhook URL, so changes for another phone number id are
  * skipped.
@@ -186,9 +222,15 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
   const statuses: Array<InboundStatus> = []
   const callPermissionReplies: Array<CallPermissionReply> = []
   const templateVerdicts: Array<TemplateVerdict> = []
+  const limits: Array<ProviderLimits> = []
   for (const entry of payload.entry) {
     for (const change of entry.changes) {
       const value = change.value
+      // It names the number only by its display number, which a channel does not store: it counts for the channel whose hook received it.
+      if (change.field === "phone_number_quality_update" && value !== undefined) {
+        limits.push(providerLimitsOf(value))
+        continue
+      }
       if (change.field === "message_template_status_update" && value?.event !== undefined && value.message_template_id !== undefined) {
         // FLAGGED is a quality warning, not a moderation state.
         if (value.event.toUpperCase() !== "FLAGGED") {
@@ -225,7 +267,7 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
       }
     }
   }
-  return { messages, statuses, callPermissionReplies, templateVerdicts }
+  return { messages, statuses, callPermissionReplies, templateVerdicts, limits }
 }
 
 // ---------------------------------------------------------------------------

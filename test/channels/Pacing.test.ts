@@ -9,6 +9,7 @@ import { AppConfig } from "../../src/platform/Config.ts"
 import { RateLimiter } from "../../src/platform/RateLimiter.ts"
 import { limitsOf, makePacing, type PacingDefaults, perSecondOf } from "../../src/providers/Pacing.ts"
 import { type ChannelContext, ProviderThrottled, type RawAdapter } from "../../src/providers/Provider.ts"
+import { providerLimitsOf } from "../../src/providers/WhatsAppCloud.ts"
 import { type RunningServer, startServer } from "../support/TestServer.ts"
 
 // Two runners' pacing (each its own rate limiter, with its own slices) against one company entity that owns
@@ -151,4 +152,15 @@ describe("channel pacing", () => {
         })
       ))
     }).pipe(Effect.scoped), 60_000)
+})
+
+describe("the WhatsApp quality notification", () => {
+  it("reads the throughput level and the messaging limit it announces", () => {
+    assert.deepStrictEqual(providerLimitsOf({ event: "THROUGHPUT_UPGRADE", current_limit: "TIER_UNLIMITED" }), { provider_throughput: 1000 })
+    assert.deepStrictEqual(providerLimitsOf({ event: "THROUGHPUT_DOWNGRADE" }), { provider_throughput: 80 })
+    assert.deepStrictEqual(providerLimitsOf({ event: "UPGRADE", current_limit: "TIER_10K" }), { messaging_limit: 10_000 })
+    assert.deepStrictEqual(providerLimitsOf({ event: "UPGRADE", current_limit: "TIER_1K", max_daily_conversations_per_business: "2000" }), { messaging_limit: 2000 })
+    assert.deepStrictEqual(providerLimitsOf({ event: "UPGRADE", current_limit: "TIER_UNLIMITED" }), { messaging_limit: null })
+    assert.deepStrictEqual(providerLimitsOf({ event: "FLAGGED" }), {})
+  })
 })
