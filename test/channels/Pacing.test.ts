@@ -89,6 +89,20 @@ const cluster = Effect.flatMap(
   (sql) => Layer.build(CompanyLayer.pipe(Layer.provide(Layer.succeed(SqlClient.SqlClient, sql)), Layer.provideMerge(TestRunner.layer)))
 )
 
+/** `total` sends on one channel, alternating between two runners, all at once; the provider sees them arrive. */
+const sendFromTwoRunners = (settings: Record<string, unknown>, total: number, meanwhile: (provider: ReturnType<typeof fakeProvider>) => Effect.Effect<void>) =>
+  Effect.flatMap(cluster, (context) =>
+    Effect.gen(function*() {
+      const provider = fakeProvider()
+      const [a, b] = yield* Effect.all([runnerPacing, runnerPacing]).pipe(Effect.provideContext(context))
+      const sender = [a(provider.adapter as RawAdapter), b(provider.adapter as RawAdapter)]
+      const paced = channel({ settings })
+      const sends = Effect.forEach(Array.from({ length: total }, (_, i) => i), (i) =>
+        sender[i % 2].send(paced, { recipient: `r${i}`, text: `t${i}`, attachments: [], quotedExternalMessageId: null }), { concurrency: "unbounded", discard: true })
+      yield* Effect.all([sends, meanwhile(provider)], { concurrency: 2 })
+      return provider
+    }))
+
 describe("channel pacing", () => {
   it("reads the channel's throughput from its settings, the provider's tier, then the provider's default", () => {
     assert.strictEqual(perSecondOf(channel({ provider: "whatsapp_cloud" }), defaults), 80)
@@ -105,52 +119,33 @@ describe("channel pacing", () => {
 
   it.live("two runners sending on one channel together never exceed its budget in any second, and use most of it", () =>
     Effect.gen(function*() {
-      yield* cluster.pipe(Effect.flatMap((context) =>
-        Effect.gen(function*() {
-          const provider = fakeProvider()
-          const [a, b] = yield* Effect.all([runnerPacing, runnerPacing]).pipe(Effect.provideContext(context))
-          const sender = [a(provider.adapter as RawAdapter), b(provider.adapter as RawAdapter)]
-          const limit = 40
-          const paced = channel({ settings: { sends_per_second: limit } })
-          const total = 240
-          yield* Effect.forEach(Array.from({ length: total }, (_, i) => i), (i) =>
-            sender[i % 2].send(paced, { recipient: `r${i}`, text: `t${i}`, attachments: [], quotedExternalMessageId: null }), { concurrency: "unbounded", discard: true })
-          const times = provider.arrivals.map((x) => x.at)
-          assert.strictEqual(times.length, total)
-          assert.isAtMost(busiest(times, 1000), limit)
-          // After the first second's burst the rest arrive at (nearly) the full rate.
-          const span = (Math.max(...times) - Math.min(...times)) / 1000
-          const rate = (total - limit) / span
-          // Loose here (a shared machine's timers); bench/pacing.ts measures it.
-          assert.isAtLeast(rate / limit, 0.7, `${rate.toFixed(1)}/s of ${limit}/s`)
-        })
-      ))
+      const limit = 40
+      const total = 240
+      const provider = yield* sendFromTwoRunners({ sends_per_second: limit }, total, () => Effect.void)
+      const times = provider.arrivals.map((x) => x.at)
+      assert.strictEqual(times.length, total)
+      assert.isAtMost(busiest(times, 1000), limit)
+      // After the first second's burst the rest arrive at (nearly) the full rate.
+      const span = (Math.max(...times) - Math.min(...times)) / 1000
+      const rate = (total - limit) / span
+      console.log(`two-runner pacing: busiest 1 s window ${busiest(times, 1000)} of ${limit}; ${rate.toFixed(1)}/s after the first second (${(100 * rate / limit).toFixed(1)}%)`)
+      // Loose here: timers on a shared machine run late.
+      assert.isAtLeast(rate / limit, 0.7, `${rate.toFixed(1)}/s of ${limit}/s`)
     }).pipe(Effect.scoped), 60_000)
 
   it.live("a throttle answer pauses the channel on both runners; every refused send is made again once and none is lost", () =>
     Effect.gen(function*() {
-      yield* cluster.pipe(Effect.flatMap((context) =>
-        Effect.gen(function*() {
-          const provider = fakeProvider()
-          const [a, b] = yield* Effect.all([runnerPacing, runnerPacing]).pipe(Effect.provideContext(context))
-          const sender = [a(provider.adapter as RawAdapter), b(provider.adapter as RawAdapter)]
-          const paced = channel({ settings: { sends_per_second: 50 } })
-          const total = 150
-          const sends = Effect.forEach(Array.from({ length: total }, (_, i) => i), (i) =>
-            sender[i % 2].send(paced, { recipient: `r${i}`, text: `t${i}`, attachments: [], quotedExternalMessageId: null }), { concurrency: "unbounded", discard: true })
-          yield* Effect.all([
-            sends,
-            Effect.andThen(Effect.sleep("700 millis"), Effect.sync(() => provider.refuseFor(1_500)))
-          ], { concurrency: 2 })
-          const texts = provider.arrivals.map((x) => x.text)
-          assert.strictEqual(new Set(texts).size, total, "every send accepted once")
-          assert.strictEqual(texts.length, total, "none accepted twice")
-          assert.isAbove(provider.refused.length, 0)
-          // Each runner that met a refusal paused the channel everywhere: the refusals stay few, not one per queued send.
-          assert.isAtMost(provider.refused.length, 40, `${provider.refused.length} refused`)
-          assert.isAtMost(busiest(provider.arrivals.map((x) => x.at), 1000), 50)
-        })
-      ))
+      const total = 150
+      const provider = yield* sendFromTwoRunners({ sends_per_second: 50 }, total, (fake) =>
+        Effect.andThen(Effect.sleep("700 millis"), Effect.sync(() => fake.refuseFor(1_500))))
+      const texts = provider.arrivals.map((x) => x.text)
+      assert.strictEqual(new Set(texts).size, total, "every send accepted once")
+      assert.strictEqual(texts.length, total, "none accepted twice")
+      assert.isAbove(provider.refused.length, 0)
+      // Each runner that met a refusal paused the channel everywhere: the refusals stay few, not one per queued send.
+      assert.isAtMost(provider.refused.length, 40, `${provider.refused.length} refused`)
+      assert.isAtMost(busiest(provider.arrivals.map((x) => x.at), 1000), 50)
+      console.log(`throttle: ${provider.refused.length} refused during the pause, ${texts.length} accepted once each`)
     }).pipe(Effect.scoped), 60_000)
 })
 
