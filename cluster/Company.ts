@@ -46,6 +46,14 @@ export const Release = Rpc.make("Release", {
   }
 })
 
+/** Grants no slice of the bucket for `forMs` from now: a provider answered that it is over its limit. */
+export const Pause = Rpc.make("Pause", {
+  payload: {
+    bucket: Schema.String,
+    forMs: Schema.Int
+  }
+})
+
 /**
  * One hit on a log whose hits survive a restart (contact block changes): allowed only when every
  * rule has room, and then appended to the log's table before the answer.
@@ -64,7 +72,7 @@ export const ConsumeLogged = Rpc.make("ConsumeLogged", {
 })
 
 /** One per company: owns the per-token rate-limit buckets and the company's other throttles. */
-export const Company = Entity.make("Company", [Consume, ConsumeLogged, Lease, Release])
+export const Company = Entity.make("Company", [Consume, ConsumeLogged, Lease, Release, Pause])
 
 /** Throttles that belong to no company (login per e-mail and IP, signed media per IP), keyed by bucket. */
-export const Throttle = Entity.make("Throttle", [Consume, Lease, Release])
+export const Throttle = Entity.make("Throttle", [Consume, Lease, Release, Pause])

@@ -9,7 +9,7 @@ const consumeWith = (logs: SlidingLogs) =>
 ({ payload }: { readonly payload: { readonly bucket: string; readonly limit: number; readonly windowMs: number } }) =>
   Effect.map(Clock.currentTimeMillis, (now) => logs.consume(payload.bucket, now, payload.limit, payload.windowMs))
 
-/** Lease and Release over one set of leased logs (the token buckets), for either entity. */
+/** Lease, Release and Pause over one set of leased logs (the token buckets), for either entity. */
 const leasesWith = (logs: LeasedLogs) => ({
   Lease: ({ payload }: {
     readonly payload: {
@@ -26,7 +26,9 @@ const leasesWith = (logs: LeasedLogs) => ({
     ),
   Release: ({ payload }: {
     readonly payload: { readonly bucket: string; readonly lease: number; readonly units: number; readonly spentWithinMs: number }
-  }) => Effect.sync(() => logs.release(payload.bucket, payload.lease, payload.units, payload.spentWithinMs))
+  }) => Effect.sync(() => logs.release(payload.bucket, payload.lease, payload.units, payload.spentWithinMs)),
+  Pause: ({ payload }: { readonly payload: { readonly bucket: string; readonly forMs: number } }) =>
+    Effect.map(Clock.currentTimeMillis, (now) => logs.pause(payload.bucket, now + Math.max(0, payload.forMs)))
 })
 
 export interface LoggedHit {

@@ -1,6 +1,6 @@
 import { Clock, Deferred, Effect, Layer } from "effect"
 import { AppConfig } from "../src/platform/Config.ts"
-import { type LoggedRule, type Owner, RateLimiter, type Rule } from "../src/platform/RateLimiter.ts"
+import { type LoggedRule, type Owner, RateLimiter, type Rule, windowMsOf } from "../src/platform/RateLimiter.ts"
 import type { Decision, LeaseGrant } from "../src/platform/SlidingWindow.ts"
 import { Company, Throttle } from "./Company.ts"
 
@@ -38,6 +38,8 @@ export const RateLimiterLayer = Layer.effect(
     const slices = new Map<string, Slice>()
     const inFlight = new Map<string, Deferred.Deferred<LeaseGrant>>()
     const wants = new Map<string, number>()
+    // Buckets a throttle answer paused on this runner, until when: no unit of a slice held here is spent meanwhile.
+    const pausedUntil = new Map<string, number>()
 
     // Every slice is settled, spent or not: the owner then counts its units from their last spend
     // rather than from the end of the hold, so the window slides as it would hit by hit.
@@ -66,6 +68,7 @@ export const RateLimiterLayer = Layer.effect(
       const now = yield* Clock.currentTimeMillis
       for (const [key, slice] of slices) if (slice.expiresAt <= now) yield* retire(key, slice, now)
       if (wants.size > 100_000) wants.clear()
+      for (const [key, until] of pausedUntil) if (until <= now) pausedUntil.delete(key)
     })))
 
     const lease = (key: string, owner: Owner, bucket: string, rule: Rule) =>
@@ -73,7 +76,7 @@ export const RateLimiterLayer = Layer.effect(
         const deferred = yield* Deferred.make<LeaseGrant>()
         inFlight.set(key, deferred)
         const sentAt = yield* Clock.currentTimeMillis
-        const payload = { bucket, limit: rule.limit, windowMs: rule.windowSeconds * 1000, holdMs, want: wants.get(key) ?? 4 }
+        const payload = { bucket, limit: rule.limit, windowMs: windowMsOf(rule), holdMs, want: wants.get(key) ?? 4 }
         // Detached: a caller that goes away must not leave the others waiting on an interrupted Lease.
         yield* Effect.forkDetach(clientOf(owner, bucket).Lease(payload).pipe(
           Effect.orDie,
@@ -105,6 +108,8 @@ export const RateLimiterLayer = Layer.effect(
         const key = keyOf(owner, bucket)
         while (true) {
           const now = yield* Clock.currentTimeMillis
+          const until = pausedUntil.get(key) ?? 0
+          if (until > now) return { allowed: false, remaining: 0, retryAfterMs: until - now }
           const slice = slices.get(key)
           if (slice !== undefined) {
             if (slice.units > 0 && slice.expiresAt > now) {
@@ -120,12 +125,25 @@ export const RateLimiterLayer = Layer.effect(
         }
       })
 
+    const pause = (owner: Owner, bucket: string, forMs: number): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const key = keyOf(owner, bucket)
+        const now = yield* Clock.currentTimeMillis
+        pausedUntil.set(key, Math.max(pausedUntil.get(key) ?? 0, now + forMs))
+        const slice = slices.get(key)
+        if (slice !== undefined) yield* retire(key, slice, now)
+        yield* clientOf(owner, bucket).Pause({ bucket, forMs }).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("bucket pause not recorded by its owner; this runner keeps to it", cause))
+        )
+      })
+
     return RateLimiter.make({
       consume: (owner: Owner, bucket: string, rule: Rule) => {
-        const payload = { bucket, limit: rule.limit, windowMs: rule.windowSeconds * 1000 }
+        const payload = { bucket, limit: rule.limit, windowMs: windowMsOf(rule) }
         return clientOf(owner, bucket).Consume(payload).pipe(Effect.orDie)
       },
       consumeLeased,
+      pause,
       consumeLogged: (companyId: number, log: string, subject: string, rules: ReadonlyArray<LoggedRule>) =>
         companies(String(companyId)).ConsumeLogged({ log, subject, rules }).pipe(Effect.orDie)
     }, config.heavyRateLimitPerMinute)

@@ -46,9 +46,11 @@ const Database = phase("migrations", MigrationsLayer).pipe(Layer.provideMerge(ph
 
 const Cluster = phase("cluster", CompanyEntities.pipe(Layer.provideMerge(ClusterLayer)))
 
+// The channels' provider adapters spend their budgets through the rate limiter.
 const Platform = phase(
   "services",
-  Layer.mergeAll(RateLimiterLayer, Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+  Layer.mergeAll(Passwords.layer, Tokens.layer, Events.layer, Jobs.layer, Mailer.layer, Sms.layer, PbxFromConfig, ChannelsLayer.pipe(Layer.provideMerge(ChannelAccess.layer)), CredentialCache.layer).pipe(
+    Layer.provideMerge(RateLimiterLayer),
     Layer.provideMerge(Notices.layer)
   )
 ).pipe(Layer.provideMerge(Cluster))

@@ -27,7 +27,7 @@ import type { ProviderKind } from "../providers/Domain.ts"
 import { ProvidersLayer } from "../providers/Providers.ts"
 import { type ChannelRow, ChannelsRepo } from "./Repo.ts"
 import { botTokenPattern, TelegramApi } from "../providers/Telegram.ts"
-import { phoneNumberIdPattern } from "../providers/WhatsAppCloud.ts"
+import { phoneNumberIdPattern, type ProviderLimits } from "../providers/WhatsAppCloud.ts"
 
 export const channelNotFound = () => notFound("Channel not found.")
 
@@ -82,6 +82,8 @@ export class Channels extends Context.Service<Channels, {
   context(companyId: number, id: number): Effect.Effect<Option.Option<ChannelContext>>
   /** The channel a provider webhook names, with the secret its requests must prove. */
   forHook(id: number, provider: ProviderKind): Effect.Effect<Option.Option<{ readonly channel: ChannelContext; readonly webhookSecret: string }>>
+  /** Stores the limits the provider announced for the channel (`provider_throughput`, `messaging_limit` settings). */
+  recordProviderLimits(channel: ChannelContext, limits: ProviderLimits): Effect.Effect<void>
 }>()("crm/channels/Channels") {
   static readonly layerNoDeps = Layer.effect(
     Channels,
@@ -230,7 +232,10 @@ export class Channels extends Context.Service<Channels, {
       const forHook = (id: number, provider: ProviderKind) =>
         Effect.map(repo.findForHook(id, provider), Option.map((row) => ({ channel: toContext(row), webhookSecret: row.webhook_secret })))
 
-      return Channels.of({ list, get, create, update, remove, registerWebhook, visibleContext, context, forHook })
+      const recordProviderLimits = (channel: ChannelContext, limits: ProviderLimits) =>
+        repo.update(CompanyId.make(channel.companyId), channel.id, { settings: { ...limits } }).pipe(Effect.asVoid)
+
+      return Channels.of({ list, get, create, update, remove, registerWebhook, visibleContext, context, forHook, recordProviderLimits })
     })
   )
 

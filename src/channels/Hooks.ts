@@ -88,7 +88,8 @@ export class Hooks extends Context.Service<Hooks, {
         const payload = yield* Effect.flatMap(parseJson(body), (json) => decodeWhatsApp(json).pipe(Effect.catch(unreadable("WhatsApp notification"))))
         if (payload.object !== "whatsapp_business_account") return
         const now = new Date(DateTime.toEpochMillis(yield* DateTime.now))
-        const { messages, statuses, callPermissionReplies, templateVerdicts } = normalizeWebhook(payload, channel.credentials.phone_number_id ?? "", now)
+        const { messages, statuses, callPermissionReplies, templateVerdicts, limits } = normalizeWebhook(payload, channel.credentials.phone_number_id ?? "", now)
+        for (const announced of limits) yield* channels.recordProviderLimits(channel, announced)
         for (const message of messages) yield* inbound.receive(channel, message)
         for (const status of statuses) yield* inbound.status(channel, status)
         for (const reply of callPermissionReplies) yield* eligibility.recordReply(channel, reply)

@@ -6,7 +6,11 @@ import type { Decision } from "./SlidingWindow.ts"
 export interface Rule {
   readonly limit: number
   readonly windowSeconds: number
+  /** A window finer than whole seconds (a provider's one-second window with a margin); wins over `windowSeconds`. */
+  readonly windowMs?: number
 }
+
+export const windowMsOf = (rule: Rule) => rule.windowMs ?? rule.windowSeconds * 1000
 
 /** Who owns a bucket: a company (its tokens, block throttles) or no company (per IP / e-mail). */
 export type Owner = { readonly companyId: number } | "global"
@@ -30,11 +34,17 @@ export interface RateLimitBackend {
   consumeLeased(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
   /** One hit on a log whose hits survive a restart: allowed only when every rule has room. */
   consumeLogged(companyId: number, log: string, subject: string, rules: ReadonlyArray<LoggedRule>): Effect.Effect<Decision>
+  /** No slice of the bucket for `forMs`, on every runner: its owner refuses leases, and this runner drops its slice. */
+  pause(owner: Owner, bucket: string, forMs: number): Effect.Effect<void>
 }
 
 /** The port: how areas spend and enforce rate limits, whatever owns the buckets. */
 export class RateLimiter extends Context.Service<RateLimiter, {
   consume(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
+  /** One hit through this runner's leased slice of the bucket (`RateLimitBackend.consumeLeased`), without refusing. */
+  consumeLeased(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
+  /** `RateLimitBackend.pause`. */
+  pause(owner: Owner, bucket: string, forMs: number): Effect.Effect<void>
   /** Consumes one hit and fails with 429 (+ `Retry-After`) when the bucket is full. */
   enforce(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision, TooManyRequests>
   /** `enforce` through this runner's leased slice (`RateLimitBackend.consumeLeased`): for the per-request token limit. */
@@ -65,6 +75,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       Effect.flatMap(backend.consumeLogged(companyId, log, subject, rules), refuseWhenFull)
     const heavy = (companyId: number, caller: { readonly tokenId: number | null; readonly userId: number }) =>
       enforce({ companyId }, caller.tokenId !== null ? `heavy:token:${caller.tokenId}` : `heavy:user:${caller.userId}`, heavyRule)
-    return RateLimiter.of({ consume: backend.consume, enforce, enforceLeased, enforceLogged, heavy })
+    return RateLimiter.of({
+      consume: backend.consume,
+      consumeLeased: backend.consumeLeased,
+      pause: backend.pause,
+      enforce,
+      enforceLeased,
+      enforceLogged,
+      heavy
+    })
   }
 }

@@ -84,6 +84,12 @@ export class LeasedLog {
   private head = 0
   private used = 0
   private next = 0
+  private pausedUntil = 0
+
+  /** No slice is granted before `until` (a provider's throttle answer backs the whole bucket off). */
+  pause(until: number) {
+    this.pausedUntil = Math.max(this.pausedUntil, until)
+  }
 
   private prune(now: number, windowMs: number) {
     const from = now - windowMs
@@ -100,6 +106,7 @@ export class LeasedLog {
   /** A slice of at most `want` units, smaller as the free budget shrinks (an eighth of it, at least one). */
   lease(now: number, limit: number, windowMs: number, holdMs: number, want: number): LeaseGrant {
     this.prune(now, windowMs)
+    if (now < this.pausedUntil) return { granted: 0, remaining: 0, retryAfterMs: this.pausedUntil - now, lease: 0 }
     const free = limit - this.used
     if (free <= 0) {
       // The window frees a unit when enough of the oldest slices have left it.
@@ -138,7 +145,8 @@ export class LeasedLog {
   }
 
   idleSince(now: number, windowMs: number): boolean {
-    return this.slices.length === this.head || this.slices[this.slices.length - 1].at <= now - windowMs
+    return now >= this.pausedUntil &&
+      (this.slices.length === this.head || this.slices[this.slices.length - 1].at <= now - windowMs)
   }
 }
 
@@ -163,5 +171,14 @@ export class LeasedLogs {
 
   release(bucket: string, lease: number, units: number, spentWithinMs: number) {
     this.logs.get(bucket)?.release(lease, units, spentWithinMs)
+  }
+
+  pause(bucket: string, until: number) {
+    let log = this.logs.get(bucket)
+    if (log === undefined) {
+      log = new LeasedLog()
+      this.logs.set(bucket, log)
+    }
+    log.pause(until)
   }
 }

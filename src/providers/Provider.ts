@@ -87,6 +87,17 @@ export class ProviderError extends Schema.TaggedError<ProviderError>()("Provider
   message: Schema.String
 }) {}
 
+/**
+ * The provider answered that a limit of its own is exceeded and did not take the request: the
+ * same request may be made again after `retryAfterMs`. `scope` is what the limit counts: the
+ * whole channel (number or bot), one chat, or the pair of the channel and one recipient.
+ */
+export class ProviderThrottled extends Schema.TaggedError<ProviderThrottled>()("ProviderThrottled", {
+  scope: Schema.Literals(["channel", "chat", "pair"]),
+  retryAfterMs: Schema.Int,
+  message: Schema.String
+}) {}
+
 /** One messenger integration. Each method gets the channel it acts for. */
 export interface ProviderAdapter {
   send(channel: ChannelContext, message: OutboundMessage): Effect.Effect<SentMessage, ProviderError>
@@ -110,6 +121,15 @@ export interface ProviderAdapter {
   templateStatuses(channel: ChannelContext, refs: ReadonlyArray<TemplateRef>): Effect.Effect<ReadonlyArray<TemplateVerdict>, ProviderError>
   /** Removes the instance from the provider (a later sync cannot bring it back). */
   deleteTemplate(channel: ChannelContext, ref: TemplateRef): Effect.Effect<void, ProviderError>
+}
+
+/**
+ * An adapter as it talks to its provider: its `send` tells a throttle answer apart, which
+ * `providers/Pacing.ts` turns into a back-off and a later retry. Its other calls count a
+ * throttle answer as `unavailable`.
+ */
+export interface RawAdapter extends Omit<ProviderAdapter, "send"> {
+  send(channel: ChannelContext, message: OutboundMessage): Effect.Effect<SentMessage, ProviderError | ProviderThrottled>
 }
 
 /** Picks the adapter for a channel's `provider`. */

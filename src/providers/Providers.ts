@@ -1,7 +1,7 @@
 import { Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { makeCeilings } from "./Ceilings.ts"
-import { type ChannelContext, ProviderError, type ProviderAdapter, Providers } from "./Provider.ts"
+import { makePacing } from "./Pacing.ts"
+import { type ChannelContext, ProviderError, Providers, type RawAdapter } from "./Provider.ts"
 import { makeSandbox, SandboxLog } from "./Sandbox.ts"
 import { TelegramApi } from "./Telegram.ts"
 import { WhatsAppCloudApi } from "./WhatsAppCloud.ts"
@@ -9,9 +9,9 @@ import { WhatsAppCloudApi } from "./WhatsAppCloud.ts"
 const offline = Effect.fail(new ProviderError({ code: "channel_offline", message: "The channel is disconnected." }))
 
 /** A disconnected channel makes no provider calls at all. */
-const whenConnected = (adapter: ProviderAdapter): ProviderAdapter => {
-  const guard = <Args extends [ChannelContext, ...Array<any>], A>(f: (...args: Args) => Effect.Effect<A, ProviderError>) =>
-  (...args: Args): Effect.Effect<A, ProviderError> => args[0].status === "disconnected" ? offline : f(...args)
+const whenConnected = (adapter: RawAdapter): RawAdapter => {
+  const guard = <Args extends [ChannelContext, ...Array<any>], A, E>(f: (...args: Args) => Effect.Effect<A, E>) =>
+  (...args: Args): Effect.Effect<A, E | ProviderError> => args[0].status === "disconnected" ? offline : f(...args)
   return {
     send: guard(adapter.send),
     edit: guard(adapter.edit),
@@ -36,10 +36,10 @@ export const ProvidersLayer = Layer.effect(
   Providers,
   Effect.gen(function*() {
     // The sandbox logs its own refusals, a disconnected channel included.
-    const ceiling = yield* makeCeilings
-    const sandbox = ceiling(yield* makeSandbox)
-    const telegram = ceiling(whenConnected((yield* TelegramApi).adapter))
-    const whatsapp = ceiling(whenConnected((yield* WhatsAppCloudApi).adapter))
+    const paced = yield* makePacing
+    const sandbox = paced(yield* makeSandbox)
+    const telegram = paced(whenConnected((yield* TelegramApi).adapter))
+    const whatsapp = paced(whenConnected((yield* WhatsAppCloudApi).adapter))
     return Providers.of({
       forChannel: (channel) =>
         channel.provider === "telegram" ? telegram : channel.provider === "whatsapp_cloud" ? whatsapp : sandbox

@@ -1,7 +1,16 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { HttpClientRequest } from "effect/http"
 import { AppConfig } from "../platform/Config.ts"
-import { type ChannelContext, type InboundMessage, type OutboundAttachment, type ProviderAdapter, ProviderError, type SentMessage } from "./Provider.ts"
+import {
+  type ChannelContext,
+  type InboundMessage,
+  type OutboundAttachment,
+  type OutboundMessage,
+  ProviderError,
+  ProviderThrottled,
+  type RawAdapter,
+  type SentMessage
+} from "./Provider.ts"
 import {
   contentTypeOf,
   decodeAs,
@@ -63,7 +72,8 @@ const TgAnswer = Schema.Struct({
   ok: Schema.Boolean,
   result: Schema.optional(Schema.Unknown),
   description: Schema.optional(Schema.String),
-  error_code: Schema.optional(Schema.Number)
+  error_code: Schema.optional(Schema.Number),
+  parameters: Schema.optional(Schema.Struct({ retry_after: Schema.optional(Schema.Number) }))
 })
 const TgSent = Schema.Struct({ message_id: Schema.Number, chat: TgChat })
 const TgFilePath = Schema.Struct({ file_path: Schema.String })
@@ -193,7 +203,7 @@ const mediaMethod = (type: string): readonly [method: string, field: string] => 
 const captionLimit = 1024
 
 export class TelegramApi extends Context.Service<TelegramApi, {
-  readonly adapter: ProviderAdapter
+  readonly adapter: RawAdapter
   /** Checks the token (getMe) and points the bot's webhook at `url` with `secret` as its secret token. */
   registerWebhook(channel: ChannelContext, url: string, secret: string): Effect.Effect<{ readonly username: string | null }, ProviderError>
   /** A sticker set by name (getStickerSet); None when Telegram answers that no such set exists. */
@@ -213,26 +223,36 @@ export class TelegramApi extends Context.Service<TelegramApi, {
           : Effect.fail(rejected("The channel has no valid bot token."))
       }
 
-      const failure = (answer: RawAnswer): ProviderError => {
+      const failure = (answer: RawAnswer): ProviderError | ProviderThrottled => {
         const parsed = Option.flatMap(parseJson(answer), decodeAnswer)
         const description = Option.match(parsed, {
           onNone: () => `Telegram answered HTTP ${answer.status}.`,
           onSome: (a) => a.description ?? `Telegram answered HTTP ${answer.status}.`
         })
         const code = Option.match(parsed, { onNone: () => answer.status, onSome: (a) => a.error_code ?? answer.status })
-        return code === 429 || code >= 500 ? unavailable(description) : rejected(description)
+        if (code === 429) {
+          // The Bot API says how long to wait in `parameters.retry_after` (seconds); without it, a second.
+          const seconds = Option.getOrUndefined(parsed)?.parameters?.retry_after
+          const retryAfterMs = seconds !== undefined && Number.isFinite(seconds) && seconds > 0 ? Math.ceil(seconds * 1000) : 1000
+          return new ProviderThrottled({ scope: "channel", retryAfterMs, message: description })
+        }
+        return code >= 500 ? unavailable(description) : rejected(description)
       }
 
       const call = (token: string, method: string, body: Record<string, unknown> | FormData) => {
         const request = HttpClientRequest.post(`${base}/bot${token}/${method}`).pipe(
           body instanceof FormData ? HttpClientRequest.bodyFormData(body) : HttpClientRequest.bodyJsonUnsafe(body)
         )
-        return Effect.flatMap(http.execute(request, "Telegram"), (answer): Effect.Effect<unknown, ProviderError> => {
+        return Effect.flatMap(http.execute(request, "Telegram"), (answer): Effect.Effect<unknown, ProviderError | ProviderThrottled> => {
           const parsed = Option.flatMap(parseJson(answer), decodeAnswer)
           if (Option.isSome(parsed) && parsed.value.ok && answer.status < 300) return Effect.succeed(parsed.value.result)
           return Effect.fail(failure(answer))
         })
       }
+
+      /** A call outside sending: a throttle answer is one more way of being unavailable. */
+      const callOnce = (token: string, method: string, body: Record<string, unknown> | FormData) =>
+        call(token, method, body).pipe(Effect.catchTag("ProviderThrottled", (t) => Effect.fail(unavailable(t.message))))
 
       const sentOf = (result: unknown) =>
         Option.match(decodeSent(result), {
@@ -271,7 +291,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         return yield* call(token, method, form)
       })
 
-      const send = Effect.fnUntraced(function*(channel: ChannelContext, message: Parameters<ProviderAdapter["send"]>[1]) {
+      const send = Effect.fnUntraced(function*(channel: ChannelContext, message: OutboundMessage) {
         if (message.template !== undefined) return yield* notSupported("Telegram has no message templates.")
         const token = yield* tokenOf(channel)
         const text = message.text !== null && message.text.trim() !== "" ? message.text : null
@@ -285,7 +305,9 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         }
         for (const item of items) {
           const first = results.length === 0
-          results.push(yield* sendMedia(token, message.recipient, item, captioned ? text : null, first ? reply : {}))
+          const media = sendMedia(token, message.recipient, item, captioned ? text : null, first ? reply : {})
+          // Once a part is delivered the send cannot be made again without doubling it: a later throttle is a failure.
+          results.push(yield* first ? media : media.pipe(Effect.catchTag("ProviderThrottled", (t) => Effect.fail(unavailable(t.message)))))
         }
         const sent = yield* sentOf(results[0])
         return {
@@ -298,7 +320,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
       const edit = Effect.fnUntraced(function*(channel: ChannelContext, recipient: string, external: string, text: string) {
         const token = yield* tokenOf(channel)
         const messageId = yield* messageIdOf(external)
-        yield* call(token, "editMessageText", { chat_id: recipient, message_id: messageId, text }).pipe(
+        yield* callOnce(token, "editMessageText", { chat_id: recipient, message_id: messageId, text }).pipe(
           // Saving the same text again is not an error for us.
           Effect.catchIf((e) => e.message.includes("message is not modified"), () => Effect.void)
         )
@@ -307,13 +329,13 @@ export class TelegramApi extends Context.Service<TelegramApi, {
       const revoke = Effect.fnUntraced(function*(channel: ChannelContext, recipient: string, external: string) {
         const token = yield* tokenOf(channel)
         const messageId = yield* messageIdOf(external)
-        yield* call(token, "deleteMessage", { chat_id: recipient, message_id: messageId })
+        yield* callOnce(token, "deleteMessage", { chat_id: recipient, message_id: messageId })
       })
 
       const react = Effect.fnUntraced(function*(channel: ChannelContext, recipient: string, external: string, reaction: string | null) {
         const token = yield* tokenOf(channel)
         const messageId = yield* messageIdOf(external)
-        yield* call(token, "setMessageReaction", {
+        yield* callOnce(token, "setMessageReaction", {
           chat_id: recipient,
           message_id: messageId,
           reaction: reaction === null ? [] : [{ type: "emoji", emoji: reaction }]
@@ -322,7 +344,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
 
       const download = Effect.fnUntraced(function*(channel: ChannelContext, fileId: string) {
         const token = yield* tokenOf(channel)
-        const file = yield* call(token, "getFile", { file_id: fileId })
+        const file = yield* callOnce(token, "getFile", { file_id: fileId })
         const path = Option.getOrUndefined(decodeFilePath(file))?.file_path
         if (path === undefined) return yield* unavailable("Telegram answered without a file path.")
         const answer = yield* http.execute(HttpClientRequest.get(`${base}/file/bot${token}/${path}`), "Telegram")
@@ -334,14 +356,14 @@ export class TelegramApi extends Context.Service<TelegramApi, {
 
       const registerWebhook = Effect.fnUntraced(function*(channel: ChannelContext, url: string, secret: string) {
         const token = yield* tokenOf(channel)
-        const me = Option.getOrUndefined(decodeMe(yield* call(token, "getMe", {})))
-        yield* call(token, "setWebhook", { url, secret_token: secret, allowed_updates: ["message", "edited_message"] })
+        const me = Option.getOrUndefined(decodeMe(yield* callOnce(token, "getMe", {})))
+        yield* callOnce(token, "setWebhook", { url, secret_token: secret, allowed_updates: ["message", "edited_message"] })
         return { username: me?.username ?? null }
       })
 
       const getStickerSet = Effect.fnUntraced(function*(channel: ChannelContext, name: string) {
         const token = yield* tokenOf(channel)
-        const result = yield* call(token, "getStickerSet", { name }).pipe(
+        const result = yield* callOnce(token, "getStickerSet", { name }).pipe(
           Effect.map(Option.some),
           // The Bot API's answer for an unknown (or malformed) set name: 400 STICKERSET_INVALID.
           Effect.catchIf((e) => e.code === "rejected" && e.message.includes("STICKERSET_INVALID"), () => Effect.succeedNone)
@@ -354,7 +376,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
 
       const bots = () => notSupported("Telegram bots cannot block users.")
       const noTemplates = () => notSupported("Telegram has no message templates.")
-      const adapter: ProviderAdapter = {
+      const adapter: RawAdapter = {
         send,
         edit,
         revoke,

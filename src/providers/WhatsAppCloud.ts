@@ -3,7 +3,7 @@ import { HttpClientRequest } from "effect/http"
 import { createHmac } from "node:crypto"
 import { AppConfig } from "../platform/Config.ts"
 import { safeEqual } from "../platform/Crypto.ts"
-import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type ModerationStatus, type OutboundMessage, type ProviderAdapter, ProviderError, type ProviderTemplate, type SentMessage, type TemplateRef, type TemplateVerdict } from "./Provider.ts"
+import { type CallPermissionReply, type ChannelContext, type InboundMessage, type InboundStatus, type OutboundAttachment, type ModerationStatus, type OutboundMessage, ProviderError, ProviderThrottled, type RawAdapter, type ProviderTemplate, type SentMessage, type TemplateRef, type TemplateVerdict } from "./Provider.ts"
 import {
   contentTypeOf,
   decodeAs,
@@ -81,8 +81,10 @@ const WaValue = Schema.Struct({
   }))),
   messages: Schema.optional(Schema.Array(WaMessage)),
   statuses: Schema.optional(Schema.Array(WaStatus)),
-  // field `message_template_status_update`
+  // fields `message_template_status_update` and `phone_number_quality_update`
   event: Schema.optional(Schema.String),
+  current_limit: Schema.optional(Schema.String),
+  max_daily_conversations_per_business: Schema.optional(Schema.Union([Schema.String, Schema.Number])),
   message_template_id: Schema.optional(Schema.Union([Schema.Number, Schema.String])),
   reason: Schema.optional(Schema.NullOr(Schema.String))
 })
@@ -177,6 +179,40 @@ const callPermissionReplyOf = (m: WaMessage): CallPermissionReply | null => {
 const statusValues = new Set(["sent", "delivered", "read", "failed"])
 
 /**
+ * What a `phone_number_quality_update` says about the number: its throughput (messages a second)
+ * and its messaging limit (unique customers outside the 24-hour window per rolling 24 h; null is
+ * unlimited). A key is absent when the notification does not speak of it.
+ */
+export interface ProviderLimits {
+  readonly provider_throughput?: number
+  readonly messaging_limit?: number | null
+}
+
+const tierLimits: Record<string, number | null> = {
+  TIER_50: 50,
+  TIER_250: 250,
+  TIER_1K: 1_000,
+  TIER_2K: 2_000,
+  TIER_10K: 10_000,
+  TIER_100K: 100_000,
+  TIER_UNLIMITED: null
+}
+
+/** The throughput of an upgraded number, and of every other (the Cloud API's figures). */
+export const upgradedThroughput = 1_000
+export const defaultThroughput = 80
+
+export const providerLimitsOf = (value: typeof WaValue.Type): ProviderLimits => {
+  const event = value.event?.toUpperCase() ?? ""
+  if (event === "THROUGHPUT_UPGRADE") return { provider_throughput: upgradedThroughput }
+  if (event === "THROUGHPUT_DOWNGRADE") return { provider_throughput: defaultThroughput }
+  const daily = Number(value.max_daily_conversations_per_business)
+  if (Number.isInteger(daily) && daily > 0) return { messaging_limit: daily }
+  const tier = value.current_limit?.toUpperCase()
+  return tier !== undefined && tier in tierLimits ? { messaging_limit: tierLimits[tier] } : {}
+}
+
+/**
  * Messages, statuses and call-permission answers of one webhook delivery. A Meta app posts
  * every number's traffic to its one webhook URL, so changes for another phone number id are
  * skipped.
@@ -186,9 +222,15 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
   const statuses: Array<InboundStatus> = []
   const callPermissionReplies: Array<CallPermissionReply> = []
   const templateVerdicts: Array<TemplateVerdict> = []
+  const limits: Array<ProviderLimits> = []
   for (const entry of payload.entry) {
     for (const change of entry.changes) {
       const value = change.value
+      // It names the number only by its display number, which a channel does not store: it counts for the channel whose hook received it.
+      if (change.field === "phone_number_quality_update" && value !== undefined) {
+        limits.push(providerLimitsOf(value))
+        continue
+      }
       if (change.field === "message_template_status_update" && value?.event !== undefined && value.message_template_id !== undefined) {
         // FLAGGED is a quality warning, not a moderation state.
         if (value.event.toUpperCase() !== "FLAGGED") {
@@ -225,7 +267,7 @@ export const normalizeWebhook = (payload: WhatsAppWebhook, phoneNumberId: string
       }
     }
   }
-  return { messages, statuses, callPermissionReplies, templateVerdicts }
+  return { messages, statuses, callPermissionReplies, templateVerdicts, limits }
 }
 
 // ---------------------------------------------------------------------------
@@ -261,20 +303,44 @@ const decodeBlock = decodeAs(WaBlockAnswer)
 
 /** Re-engagement required: the user has not written within 24 hours. */
 const reEngagement = 131047
-const throttled = new Set([4, 80007, 130429, 131048, 131056])
 
-const errorFor = (code: number | undefined, message: string, status: number): ProviderError => {
+/**
+ * Throttle answers and how long to hold off (the Cloud API gives no retry time): 130429 the
+ * number's throughput, 131056 the pair of this number and one user (about one message per 6 s),
+ * 80007 and 4 the account's or app's call rate; HTTP 429 without a code counts as throughput.
+ */
+export const throttleOf = (code: number | undefined, status: number): { readonly scope: "channel" | "pair"; readonly retryAfterMs: number } | null => {
+  switch (code) {
+    case 130429:
+      return { scope: "channel", retryAfterMs: 1_000 }
+    case 131056:
+      return { scope: "pair", retryAfterMs: 6_000 }
+    case 80007:
+    case 4:
+      return { scope: "channel", retryAfterMs: 60_000 }
+    default:
+      return status === 429 ? { scope: "channel", retryAfterMs: 1_000 } : null
+  }
+}
+
+const errorFor = (code: number | undefined, message: string, status: number): ProviderError | ProviderThrottled => {
   if (code === reEngagement) return new ProviderError({ code: "not_reachable_24h", message })
-  if (status >= 500 || status === 429 || (code !== undefined && throttled.has(code))) return unavailable(message)
+  const throttle = throttleOf(code, status)
+  if (throttle !== null) return new ProviderThrottled({ ...throttle, message })
+  if (status >= 500 || code === 131048) return unavailable(message)
   return rejected(message)
 }
 
-const failure = (answer: RawAnswer): ProviderError =>
+const failure = (answer: RawAnswer): ProviderError | ProviderThrottled =>
   Option.match(Option.flatMap(parseJson(answer), decodeError), {
     onNone: () => errorFor(undefined, `WhatsApp answered HTTP ${answer.status}.`, answer.status),
     onSome: ({ error }) =>
       errorFor(error.code, error.error_data?.details ?? error.message ?? `WhatsApp answered HTTP ${answer.status}.`, answer.status)
   })
+
+/** A throttle answer outside sending (or after part of a send went out) is one more way of being unavailable. */
+const once = <A, R>(effect: Effect.Effect<A, ProviderError | ProviderThrottled, R>): Effect.Effect<A, ProviderError, R> =>
+  Effect.catchTag(effect, "ProviderThrottled", (t) => Effect.fail(unavailable(t.message)))
 
 const mediaType = (type: string) => {
   switch (type) {
@@ -358,7 +424,7 @@ const componentsOf = (t: ProviderTemplate) => [
 ]
 
 export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
-  readonly adapter: ProviderAdapter
+  readonly adapter: RawAdapter
 }>()("crm/channels/WhatsAppCloudApi") {
   static readonly layer = Layer.effect(
     WhatsAppCloudApi,
@@ -377,7 +443,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
       const call = (request: HttpClientRequest.HttpClientRequest, token: string) =>
         Effect.flatMap(
           http.execute(HttpClientRequest.bearerToken(request, token), "WhatsApp"),
-          (answer): Effect.Effect<unknown, ProviderError> => {
+          (answer): Effect.Effect<unknown, ProviderError | ProviderThrottled> => {
             if (answer.status >= 200 && answer.status < 300) return Effect.succeed(Option.getOrNull(parseJson(answer)))
             return Effect.fail(failure(answer))
           }
@@ -439,13 +505,15 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         const captioned = items.length === 1 && captionable.has(mediaType(items[0].type)) &&
           (text === null || text.length <= captionLimit)
         const ids: Array<string> = []
+        // Once a part is delivered the send cannot be made again without doubling it: a later throttle is a failure.
+        const part = <A>(effect: Effect.Effect<A, ProviderError | ProviderThrottled>) => ids.length === 0 ? effect : once(effect)
         if (text !== null && !captioned) {
           ids.push(yield* postMessage(account, { ...envelope, type: "text", text: { body: text, preview_url: false } }))
         }
         for (const item of items) {
           const type = mediaType(item.type)
-          const media = yield* mediaObject(account, item)
-          ids.push(yield* postMessage(account, {
+          const media = yield* part(mediaObject(account, item))
+          ids.push(yield* part(postMessage(account, {
             ...envelope,
             type,
             [type]: {
@@ -453,7 +521,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
               ...(captioned && text !== null ? { caption: text } : {}),
               ...(type === "document" && item.file_name !== null ? { filename: item.file_name } : {})
             }
-          }))
+          })))
         }
         return done(ids[0])
       })
@@ -568,7 +636,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
           if (answer.status === 404) continue
           if (answer.status < 200 || answer.status >= 300) {
             const error = failure(answer)
-            if (error.code === "rejected") continue
+            if (error._tag === "ProviderError" && error.code === "rejected") continue
             return yield* error
           }
           const info = Option.getOrUndefined(Option.flatMap(parseJson(answer), decodeTemplateInfo))
@@ -588,19 +656,21 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         )
       })
 
-      const adapter: ProviderAdapter = {
+      const block = blockList("POST")
+      const unblock = blockList("DELETE")
+      const adapter: RawAdapter = {
         send,
         edit: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot edit sent messages.")),
         revoke: () => Effect.fail(notSupported("The WhatsApp Cloud API cannot delete messages for the recipient.")),
-        react,
+        react: (...args) => once(react(...args)),
         like: () => Effect.fail(notSupported("WhatsApp has no likes.")),
-        block: blockList("POST"),
-        unblock: blockList("DELETE"),
-        download,
-        requestCallPermission,
-        submitTemplate,
-        templateStatuses,
-        deleteTemplate
+        block: (...args) => once(block(...args)),
+        unblock: (...args) => once(unblock(...args)),
+        download: (...args) => once(download(...args)),
+        requestCallPermission: (...args) => once(requestCallPermission(...args)),
+        submitTemplate: (...args) => once(submitTemplate(...args)),
+        templateStatuses: (...args) => once(templateStatuses(...args)),
+        deleteTemplate: (...args) => once(deleteTemplate(...args))
       }
       return WhatsAppCloudApi.of({ adapter })
     })

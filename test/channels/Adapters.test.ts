@@ -6,7 +6,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { AppConfig } from "../../src/platform/Config.ts"
-import type { ChannelContext, OutboundMessage } from "../../src/providers/Provider.ts"
+import type { ChannelContext, OutboundMessage, ProviderError, ProviderThrottled } from "../../src/providers/Provider.ts"
 import { TelegramApi } from "../../src/providers/Telegram.ts"
 import { WhatsAppCloudApi } from "../../src/providers/WhatsAppCloud.ts"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
@@ -37,7 +37,16 @@ afterAll(async () => {
 })
 
 const run = <A, E>(effect: Effect.Effect<A, E, TelegramApi | WhatsAppCloudApi>) => Effect.runPromise(Effect.provide(effect, layer))
-const failure = <A, E>(effect: Effect.Effect<A, E, TelegramApi | WhatsAppCloudApi>) => run(Effect.flip(effect))
+const failure = async <A>(effect: Effect.Effect<A, ProviderError | ProviderThrottled, TelegramApi | WhatsAppCloudApi>) => {
+  const error = await run(Effect.flip(effect))
+  if (error._tag !== "ProviderError") throw new Error(`expected a ProviderError, got ${error._tag}: ${error.message}`)
+  return error
+}
+const throttle = async <A>(effect: Effect.Effect<A, ProviderError | ProviderThrottled, TelegramApi | WhatsAppCloudApi>) => {
+  const error = await run(Effect.flip(effect))
+  if (error._tag !== "ProviderThrottled") throw new Error(`expected a throttle answer, got ${error.code}: ${error.message}`)
+  return error
+}
 
 const telegramChannel = (overrides: Partial<ChannelContext> = {}): ChannelContext => ({
   id: 1,
@@ -164,7 +173,7 @@ describe("Telegram adapter against the Bot API fake", () => {
     assert.strictEqual(unknown.code, "rejected")
   })
 
-  it("maps failures: bad token rejected, 5xx and 429 unavailable, timeouts and refused connections unavailable", async () => {
+  it("maps failures: bad token rejected, 5xx unavailable, 429 a throttle with its retry_after, timeouts and refused connections unavailable", async () => {
     const badToken = await failure(Effect.flatMap(telegram, (a) =>
       a.send(telegramChannel({ credentials: { bot_token: "999:AAnotAValidTokenAtAllForFake" } }), text("1", "x"))))
     assert.strictEqual(badToken.code, "rejected")
@@ -172,9 +181,8 @@ describe("Telegram adapter against the Bot API fake", () => {
     tg.http.inject("sendMessage", { status: 502, body: "<html>bad gateway</html>", contentType: "text/html" })
     assert.strictEqual((await failure(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), text("1", "x"))))).code, "unavailable")
     tg.http.inject("sendMessage", { status: 429, body: { ok: false, error_code: 429, description: "Too Many Requests: retry after 5", parameters: { retry_after: 5 } } })
-    const limited = await failure(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), text("1", "x"))))
-    assert.strictEqual(limited.code, "unavailable")
-    assert.strictEqual(limited.message, "Too Many Requests: retry after 5")
+    const limited = await throttle(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), text("1", "x"))))
+    assert.deepStrictEqual([limited.scope, limited.retryAfterMs, limited.message], ["channel", 5000, "Too Many Requests: retry after 5"])
     tg.http.inject("sendMessage", { status: 403, body: { ok: false, error_code: 403, description: "Forbidden: bot was blocked by the user" } })
     const blocked = await failure(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), text("1", "x"))))
     assert.deepStrictEqual([blocked.code, blocked.message], ["rejected", "Forbidden: bot was blocked by the user"])
@@ -187,7 +195,7 @@ describe("Telegram adapter against the Bot API fake", () => {
       Layer.provide(AppConfig.layerWith({ telegramApiBase: "http://127.0.0.1:1", providerTimeoutMs: 2000 }))
     )
     const refused = await Effect.runPromise(Effect.flip(Effect.flatMap(telegram, (a) => a.send(telegramChannel(), text("1", "x")))).pipe(Effect.provide(nowhere)))
-    assert.strictEqual(refused.code, "unavailable")
+    assert.deepStrictEqual([refused._tag, refused._tag === "ProviderError" ? refused.code : null], ["ProviderError", "unavailable"])
     assert.ok(!refused.message.includes(botToken))
   })
 
@@ -298,6 +306,18 @@ describe("WhatsApp Cloud adapter against the Cloud API fake", () => {
     })
     const window = await failure(Effect.flatMap(whatsapp, (a) => a.send(whatsappChannel(), text("1", "x"))))
     assert.deepStrictEqual([window.code, window.message], ["not_reachable_24h", "More than 24 hours have passed."])
+    const waError = (code: number, message: string) => ({ status: 400, body: { error: { message, type: "OAuthException", code, fbtrace_id: "A" } } })
+    wa.http.inject("POST messages", waError(130429, "(#130429) Rate limit hit"))
+    const throughput = await throttle(Effect.flatMap(whatsapp, (a) => a.send(whatsappChannel(), text("1", "x"))))
+    assert.deepStrictEqual([throughput.scope, throughput.retryAfterMs], ["channel", 1000])
+    wa.http.inject("POST messages", waError(131056, "(#131056) (Business Account, Consumer Account) pair rate limit hit"))
+    const pair = await throttle(Effect.flatMap(whatsapp, (a) => a.send(whatsappChannel(), text("1", "x"))))
+    assert.deepStrictEqual([pair.scope, pair.retryAfterMs], ["pair", 6000])
+    wa.http.inject("POST messages", waError(80007, "(#80007) Rate limit issues"))
+    assert.strictEqual((await throttle(Effect.flatMap(whatsapp, (a) => a.send(whatsappChannel(), text("1", "x"))))).retryAfterMs, 60_000)
+    // Outside sending a throttle answer stays a plain `unavailable`.
+    wa.http.inject("POST messages", waError(130429, "(#130429) Rate limit hit"))
+    assert.strictEqual((await failure(Effect.flatMap(whatsapp, (a) => a.react(whatsappChannel(), "1", "wamid.1", "👍")))).code, "unavailable")
     wa.http.inject("POST messages", { status: 503, body: "unavailable", contentType: "text/plain" })
     assert.strictEqual((await failure(Effect.flatMap(whatsapp, (a) => a.send(whatsappChannel(), text("1", "x"))))).code, "unavailable")
     wa.http.inject("POST messages", "hang")
