@@ -169,6 +169,7 @@ const load = async () => {
   const ctx = await setup(call)
   const pool = await openSockets(call)
   report.sockets = pool.size
+  process.send!({ started: true })
   const until = Date.now() + SECONDS * 1000
   const kinds = kindsOfLoad(call, ctx, report, count)
   const loops = Object.values(kinds).flatMap((run) =>
@@ -243,7 +244,7 @@ const sampler = (log: (s: Sample) => void) => {
     // The collection above is the sampler's own pause, not the app's.
     delay.reset()
   }, SAMPLE_MS)
-  return { samples, stop: () => clearInterval(timer) }
+  return { samples, sinceStartS: () => Math.round((Date.now() - started) / 1000), stop: () => clearInterval(timer) }
 }
 
 const count = async (url: string, statement: string, params: ReadonlyArray<unknown>) => (await runSql<{ n: number }>(url, statement, params))[0].n
@@ -272,8 +273,8 @@ const verify = async (url: string, companyId: number, report: LoadReport) => {
 
 type Verification = Awaited<ReturnType<typeof verify>>
 
-const goals = (samples: ReadonlyArray<Sample>, report: LoadReport, found: Verification) => {
-  const warm = samples.filter((s) => s.t >= WARMUP_S)
+const goals = (samples: ReadonlyArray<Sample>, loadStartS: number, report: LoadReport, found: Verification) => {
+  const warm = samples.filter((s) => s.t >= loadStartS + WARMUP_S)
   const median = (xs: ReadonlyArray<Sample>) => [...xs].map((s) => s.heap).sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   // Three samples at each end: one collection's timing does not decide the verdict.
   const heapGrowth = warm.length >= 6 ? (median(warm.slice(-3)) - median(warm.slice(0, 3))) / median(warm.slice(0, 3)) : NaN
@@ -313,10 +314,11 @@ const prepare = async (app: { base: string; runInApp: <A, E>(e: import("effect")
   return { companyId: created.body.data.company.id as number, token, ...realtime }
 }
 
-const runLoad = (env: Record<string, string>) => {
+/** The load in a child process; `onStarted` once its sockets are open and the mixed load begins. */
+const runLoad = (env: Record<string, string>, onStarted: () => void) => {
   const child = fork(fileURLToPath(import.meta.url), [], { env: { ...process.env, SOAK_ROLE: "load", ...env }, execArgv: ["--import", "tsx"] })
   return new Promise<LoadReport>((resolve, reject) => {
-    child.on("message", (m) => resolve(m as LoadReport))
+    child.on("message", (m) => (m as { started?: boolean }).started === true ? onStarted() : resolve(m as LoadReport))
     child.on("exit", (code) => setTimeout(() => reject(new Error(`load exited with ${code} before its report`)), 2_000))
   })
 }
@@ -333,10 +335,15 @@ const main = async () => {
     const company = await prepare(app, platformKey, hooks.port)
     const sampling = sampler((s) =>
       console.log(`  t=${s.t}s rss ${(s.rss / 2 ** 20).toFixed(0)} MB heap ${(s.heap / 2 ** 20).toFixed(0)} MB loop p99 ${s.p99.toFixed(1)} ms webhooks received ${hooks.received()}`))
-    const report = await runLoad({ SOAK_BASE: app.base, SOAK_TOKEN: company.token, SOAK_COMPANY: String(company.companyId), SOAK_RT_PORT: String(company.port), SOAK_APP_KEY: company.appKey })
+    let loadStartS = Number.NaN
+    const env = { SOAK_BASE: app.base, SOAK_TOKEN: company.token, SOAK_COMPANY: String(company.companyId), SOAK_RT_PORT: String(company.port), SOAK_APP_KEY: company.appKey }
+    const report = await runLoad(env, () => {
+      loadStartS = sampling.sinceStartS()
+      console.log(`  t=${loadStartS}s sockets open, mixed load begins`)
+    })
     sampling.stop()
     const found = await verify(db.url, company.companyId, report)
-    const verdict = goals(sampling.samples, report, found)
+    const verdict = goals(sampling.samples, loadStartS, report, found)
     const total = Object.values(report.requests).reduce((a, b) => a + b, 0)
     console.log(`requests ${total} ${JSON.stringify(report.requests)}, statuses ${JSON.stringify(report.statuses)}`)
     console.log(`sockets ${report.sockets} (events on the first: ${report.socketEvents}), webhooks received ${hooks.received()}`)
@@ -347,7 +354,7 @@ const main = async () => {
       "rss MB": sampling.samples.map((s) => [s.t, s.rss / 2 ** 20]),
       "live heap MB": sampling.samples.map((s) => [s.t, s.heap / 2 ** 20]),
       "event-loop p99 ms": sampling.samples.map((s) => [s.t, s.p99])
-    }, { seconds: SECONDS, warmupS: WARMUP_S, sockets: report.sockets, requests: report.requests, statuses: report.statuses, webhooksReceived: hooks.received(), found, verdict })
+    }, { seconds: SECONDS, warmupS: WARMUP_S, loadStartS, sockets: report.sockets, requests: report.requests, statuses: report.statuses, webhooksReceived: hooks.received(), found, verdict })
   } finally {
     await app.close()
     hooks.close()

@@ -76,8 +76,9 @@ const startCluster = async (baseUrl: string, runners: number): Promise<Cluster> 
     METRICS_PORT: "0"
   })
   const slots: Array<ServerProcess> = []
-  // One after the other: the first runs the migrations on the empty database.
-  for (let i = 0; i < runners; i++) slots.push(await spawnServer(`runner-${i}`, env(), { readyTimeoutMs: 120_000 }))
+  // The first alone: it runs the migrations on the empty database.
+  slots.push(await spawnServer("runner-0", env(), { readyTimeoutMs: 120_000 }))
+  slots.push(...await Promise.all(Array.from({ length: runners - 1 }, (_, i) => spawnServer(`runner-${i + 1}`, env(), { readyTimeoutMs: 120_000 }))))
   await shardsSettled((text) => rows(text), runners)
   return {
     slots,
@@ -226,26 +227,35 @@ const broadcastOnce = async (call: Call, ctx: Setup, ledger: Ledger) => {
   if (res.status === 201) ledger.broadcasts.push(res.body.data.id)
 }
 
-/** Kills a runner at random every `everyS` and starts it again; measures how long until the cluster is whole. */
+/** `kill -9` of runner `index`, started again at once; how long until it answered /ready and until every shard was held again. */
+const killAndRestart = async (cluster: Cluster, index: number, started: number, log: (line: string) => void): Promise<Kill> => {
+  const victim = cluster.slots[index]
+  cluster.down.add(index)
+  const killedAt = Date.now()
+  process.kill(victim.pid!, "SIGKILL")
+  await victim.stop(1_000)
+  cluster.slots[index] = await spawnServer(victim.name, cluster.env(), { readyTimeoutMs: 120_000 })
+  const readyMs = Date.now() - killedAt
+  cluster.down.delete(index)
+  await shardsSettled((text) => cluster.rows(text), cluster.slots.length)
+  const kill = { atS: Math.round((killedAt - started) / 1000), runner: victim.name, readyMs, recoveryMs: Date.now() - killedAt }
+  log(`  kill -9 ${kill.runner} at ${kill.atS} s: ready again after ${kill.readyMs} ms, all shards held after ${kill.recoveryMs} ms`)
+  return kill
+}
+
+/**
+ * A kill every `everyS` of a runner chosen at random among those up, on schedule even while an earlier one is
+ * still restarting (a slow restart does not thin out the kills); never the last runner up.
+ */
 const killer = async (cluster: Cluster, everyS: number, until: number, started: number, log: (line: string) => void) => {
-  const kills: Array<Kill> = []
+  const kills: Array<Promise<Kill>> = []
   while (Date.now() + everyS * 1000 < until) {
     await sleep(everyS * 1000)
-    const index = Math.floor(Math.random() * cluster.slots.length)
-    const victim = cluster.slots[index]
-    cluster.down.add(index)
-    const killedAt = Date.now()
-    process.kill(victim.pid!, "SIGKILL")
-    await victim.stop(1_000)
-    cluster.slots[index] = await spawnServer(victim.name, cluster.env(), { readyTimeoutMs: 120_000 })
-    const readyMs = Date.now() - killedAt
-    cluster.down.delete(index)
-    await shardsSettled((text) => cluster.rows(text), cluster.slots.length)
-    const kill = { atS: Math.round((killedAt - started) / 1000), runner: victim.name, readyMs, recoveryMs: Date.now() - killedAt }
-    kills.push(kill)
-    log(`  kill -9 ${kill.runner} at ${kill.atS} s: ready again after ${kill.readyMs} ms, all shards held after ${kill.recoveryMs} ms`)
+    const up = cluster.slots.map((_, i) => i).filter((i) => !cluster.down.has(i))
+    if (up.length < 2) continue
+    kills.push(killAndRestart(cluster, up[Math.floor(Math.random() * up.length)], started, log))
   }
-  return kills
+  return Promise.all(kills)
 }
 
 const count = async (rows: Rows, text: string, params: ReadonlyArray<unknown>) => (await rows<{ n: number }>(text, params))[0].n
