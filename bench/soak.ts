@@ -29,6 +29,7 @@ import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { api, startInProcess } from "./support/App.ts"
 import { benchDatabase, runSql } from "./support/Database.ts"
+import { untilNoneLeft } from "../test/support/Processes.ts"
 import { runBench, sleep } from "./support/Processes.ts"
 import { machine } from "./support/Report.ts"
 import { recordResults } from "./support/Results.ts"
@@ -251,15 +252,7 @@ const count = async (url: string, statement: string, params: ReadonlyArray<unkno
 
 /** Every acknowledged write, looked up; broadcasts and exports are given up to 3 minutes to finish. */
 const verify = async (url: string, companyId: number, report: LoadReport) => {
-  const waitFor = async (statement: string, params: ReadonlyArray<unknown>) => {
-    const deadline = Date.now() + 180_000
-    let pending = await count(url, statement, params)
-    while (pending > 0 && Date.now() < deadline) {
-      await sleep(2_000)
-      pending = await count(url, statement, params)
-    }
-    return pending
-  }
+  const waitFor = (statement: string, params: ReadonlyArray<unknown>) => untilNoneLeft(() => count(url, statement, params), 180_000, 2_000)
   return {
     contacts: [await count(url, "SELECT count(*)::int AS n FROM contacts WHERE company_id = $1 AND id = ANY($2::bigint[])", [companyId, report.contacts]), report.contacts.length],
     messages: [await count(url, "SELECT count(*)::int AS n FROM messages WHERE company_id = $1 AND id = ANY($2::bigint[])", [companyId, report.messages]), report.messages.length],

@@ -4,7 +4,7 @@ import { SqlClient } from "effect/sql"
 import { TelegramFake } from "../fakes/TelegramFake.ts"
 import { telegramChannel } from "../stickers/telegram.ts"
 import { freshDatabase } from "./Databases.ts"
-import { type ServerProcess, shardsSettled, sleep, spawnServer } from "./Processes.ts"
+import { type ServerProcess, shardsSettled, sleep, spawnServer, untilNoneLeft } from "./Processes.ts"
 import { type Json } from "./TestServer.ts"
 
 /**
@@ -261,15 +261,7 @@ const killer = async (cluster: Cluster, everyS: number, until: number, started: 
 const count = async (rows: Rows, text: string, params: ReadonlyArray<unknown>) => (await rows<{ n: number }>(text, params))[0].n
 
 /** Polls `text` (a count of what is not finished yet) until it is 0 or 90 s have passed; answers the last count. */
-const drained = async (rows: Rows, text: string, params: ReadonlyArray<unknown>) => {
-  const deadline = Date.now() + 90_000
-  let left = await count(rows, text, params)
-  while (left > 0 && Date.now() < deadline) {
-    await sleep(1_000)
-    left = await count(rows, text, params)
-  }
-  return left
-}
+const drained = (rows: Rows, text: string, params: ReadonlyArray<unknown>) => untilNoneLeft(() => count(rows, text, params), 90_000)
 
 /** Every check of the run; each fault is a line. */
 const check = async (cluster: Cluster, ctx: Setup, ledger: Ledger) => {

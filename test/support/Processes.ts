@@ -53,6 +53,17 @@ const exited = (child: ChildProcess) =>
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Reads `left` (what is not finished yet) every `everyMs` until it is 0 or `timeoutMs` have passed; answers the last reading. */
+export const untilNoneLeft = async (left: () => Promise<number>, timeoutMs: number, everyMs = 1_000) => {
+  const deadline = Date.now() + timeoutMs
+  let last = await left()
+  while (last > 0 && Date.now() < deadline) {
+    await sleep(everyMs)
+    last = await left()
+  }
+  return last
+}
+
 /** SIGTERM, then SIGKILL if the process has not exited after `graceMs`. */
 export const stopChild = async (child: ChildProcess, graceMs: number) => {
   if (hasExited(child)) return
