@@ -76,9 +76,9 @@ const startCluster = async (baseUrl: string, runners: number): Promise<Cluster> 
     METRICS_PORT: "0"
   })
   const slots: Array<ServerProcess> = []
-  // The first alone: it runs the migrations on the empty database.
-  slots.push(await spawnServer("runner-0", env(), { readyTimeoutMs: 120_000 }))
-  slots.push(...await Promise.all(Array.from({ length: runners - 1 }, (_, i) => spawnServer(`runner-${i + 1}`, env(), { readyTimeoutMs: 120_000 }))))
+  // One after the other: the first runs the migrations on the empty database, and on a loaded machine
+  // processes starting side by side each take longer than all of them in turn.
+  for (let i = 0; i < runners; i++) slots.push(await spawnServer(`runner-${i}`, env(), { readyTimeoutMs: 180_000 }))
   await shardsSettled((text) => rows(text), runners)
   return {
     slots,
@@ -234,7 +234,7 @@ const killAndRestart = async (cluster: Cluster, index: number, started: number, 
   const killedAt = Date.now()
   process.kill(victim.pid!, "SIGKILL")
   await victim.stop(1_000)
-  cluster.slots[index] = await spawnServer(victim.name, cluster.env(), { readyTimeoutMs: 120_000 })
+  cluster.slots[index] = await spawnServer(victim.name, cluster.env(), { readyTimeoutMs: 180_000 })
   const readyMs = Date.now() - killedAt
   cluster.down.delete(index)
   await shardsSettled((text) => cluster.rows(text), cluster.slots.length)
