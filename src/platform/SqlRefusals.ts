@@ -19,8 +19,17 @@ interface PgFields {
   readonly table?: string
 }
 
-const pgFields = (cause: unknown): PgFields =>
-  Predicate.isObject(cause) ? (cause as PgFields) : {}
+const text = (cause: unknown, key: keyof PgFields) =>
+  Predicate.hasProperty(cause, key) && Predicate.isString(cause[key]) ? cause[key] : undefined
+
+/** The fields PostgreSQL's error carries (SQLSTATE, detail, column, constraint, table), where the driver kept them. */
+const pgFields = (cause: unknown): PgFields => ({
+  code: text(cause, "code"),
+  detail: text(cause, "detail"),
+  column: text(cause, "column"),
+  constraint: text(cause, "constraint"),
+  table: text(cause, "table")
+})
 
 /** `lower(name::text)` → `name`; the company and parent ids are the request's scope, not a field the client chose. */
 const keyColumns = (detail: string | undefined): Array<string> => {

@@ -60,8 +60,8 @@ const startCluster = async (baseUrl: string, runners: number): Promise<Cluster> 
   await fake.http.start()
   const database = await freshDatabase(baseUrl)
   const db = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(database.url), maxConnections: 2 }).pipe(Layer.orDie))
-  const rows: Rows = (text, params = []) =>
-    db.runPromise(SqlClient.SqlClient.use((sql) => sql.unsafe(text, params as Array<any>)).pipe(Effect.orDie)) as any
+  const rows: Rows = <A extends object>(text: string, params: ReadonlyArray<unknown> = []) =>
+    db.runPromise(SqlClient.SqlClient.use((sql) => sql.unsafe<A>(text, params)).pipe(Effect.orDie))
   const env = () => ({
     DATABASE_URL: database.url,
     CLUSTER: "socket",
