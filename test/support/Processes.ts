@@ -154,9 +154,10 @@ export const SHARDS_PER_GROUP = 300
  */
 export const shardsSettled = async (
   rows: (sql: string) => Promise<ReadonlyArray<{ readonly pid: number; readonly shards: number }>>,
-  runners = 2
+  runners = 2,
+  timeoutMs = 60_000
 ) => {
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + timeoutMs
   while (true) {
     const holders = await rows(
       `SELECT pid, count(*)::int AS shards FROM pg_locks
