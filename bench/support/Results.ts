@@ -46,7 +46,7 @@ export const recordResults = (
   }
   if (figures !== undefined) run.figures.push(figures)
   const command = ["npx tsx", relative(root, process.argv[1] ?? ""), ...process.argv.slice(2)].join(" ")
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(BENCH_|REALTIME_|SOCKETS$|EVENTS$)/.test(k)))
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(BENCH_|REALTIME_|SOAK_|CHAOS_|SOCKETS$|EVENTS$)/.test(k)))
   const dir = join(root, "bench", "results")
   mkdirSync(dir, { recursive: true })
   const doc = { bench, date: run.date, machine: machine(), node: process.version, command, env, chart: { ...chart, series: run.series }, figures: run.figures }

@@ -33,6 +33,8 @@ export interface PoolOptions {
   readonly greet?: (first: string) => Promise<string | undefined>
   /** A text frame that marks the socket as ready (e.g. `subscription_succeeded`); without it, the handshake does. */
   readonly readyMarker?: string
+  /** A text frame that means the socket will never be ready (e.g. `subscription_error`): the pool fails with it. */
+  readonly failMarker?: string
 }
 
 const handshake = (path: string, port: number) =>
@@ -49,6 +51,7 @@ const textFrame = (text: string) => {
 export const openPool = async (options: PoolOptions): Promise<ClientPool> => {
   const marker = Buffer.from(options.marker)
   const readyMarker = options.readyMarker === undefined ? undefined : Buffer.from(options.readyMarker)
+  const failMarker = options.failMarker === undefined ? undefined : Buffer.from(options.failMarker)
   const counts = new Int32Array(options.maxEvents)
   const lastAt = new Float64Array(options.maxEvents)
   const waiters = new Map<number, () => void>()
@@ -79,6 +82,7 @@ export const openPool = async (options: PoolOptions): Promise<ClientPool> => {
         return
       }
       if (!ready) {
+        if (failMarker !== undefined && payload.indexOf(failMarker) >= 0) onFail(new Error(`socket refused: ${payload.toString()}`))
         if (readyMarker !== undefined && payload.indexOf(readyMarker) >= 0) becomeReady()
         return
       }

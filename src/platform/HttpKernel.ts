@@ -8,6 +8,7 @@ import * as Errors from "./Errors.ts"
 import { inspectRequest } from "./InputHygiene.ts"
 import { loggablePath, log } from "./Logging.ts"
 import { observeRequest } from "./Metrics.ts"
+import { sqlRefusal } from "./SqlRefusals.ts"
 
 /** Per-request state shared between the kernel middleware and anything deeper (auth, limiters). */
 export interface RequestState {
@@ -200,6 +201,10 @@ const databaseUnavailable = (error: unknown) =>
 const operatorIntervention = (cause: unknown) =>
   Predicate.hasProperty(cause, "code") && typeof cause.code === "string" && /^57P0[123]$/.test(cause.code)
 
+/** A concurrent-write conflict goes through on a retry a moment later; a field refusal does not. */
+const retryAfter = (refusal: Errors.Unprocessable | Errors.Conflict): Record<string, string> =>
+  refusal instanceof Errors.Conflict ? { "retry-after": "1" } : {}
+
 const render = (cause: Cause.Cause<unknown>, requestId: string) =>
   Effect.gen(function*() {
     if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
@@ -229,6 +234,11 @@ const render = (cause: Cause.Cause<unknown>, requestId: string) =>
     }
     const wire = encodeWire(error)
     if (wire !== undefined) return wire
+    const refusal = sqlRefusal(error)
+    if (Option.isSome(refusal)) {
+      yield* Effect.logWarning("database refused a write the request raced", { request_id: requestId, cause: Cause.pretty(cause) })
+      return HttpServerResponse.setHeaders(encodeWire(refusal.value) ?? json(409, { message: refusal.value.message }), retryAfter(refusal.value))
+    }
     if (databaseUnavailable(error)) {
       yield* Effect.logWarning("database unavailable", { request_id: requestId })
       return HttpServerResponse.jsonUnsafe({ message: "Service temporarily unavailable." }, { status: 503, headers: { "retry-after": "5" } })

@@ -54,6 +54,17 @@ const exited = (child: ChildProcess) =>
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
+/** Reads `left` (what is not finished yet) every `everyMs` until it is 0 or `timeoutMs` have passed; answers the last reading. */
+export const untilNoneLeft = async (left: () => Promise<number>, timeoutMs: number, everyMs = 1_000) => {
+  const deadline = Date.now() + timeoutMs
+  let last = await left()
+  while (last > 0 && Date.now() < deadline) {
+    await sleep(everyMs)
+    last = await left()
+  }
+  return last
+}
+
 /** SIGTERM, then SIGKILL if the process has not exited after `graceMs`. */
 export const stopChild = async (child: ChildProcess, graceMs: number) => {
   if (hasExited(child)) return
@@ -163,9 +174,10 @@ export const SHARDS_PER_GROUP = 300
  */
 export const shardsSettled = async (
   rows: (sql: string) => Promise<ReadonlyArray<{ readonly pid: number; readonly shards: number }>>,
-  runners = 2
+  runners = 2,
+  timeoutMs = 60_000
 ) => {
-  const deadline = Date.now() + 60_000
+  const deadline = Date.now() + timeoutMs
   while (true) {
     const holders = await rows(
       `SELECT pid, count(*)::int AS shards FROM pg_locks
