@@ -1,5 +1,5 @@
 import { type Duration, Effect, Layer } from "effect"
-import { sweepEvery } from "../platform/Sweep.ts"
+import { inBatches, sweepEvery } from "../platform/Sweep.ts"
 import { ConversationsRepo } from "./Repo.ts"
 
 const batch = 5000
@@ -7,12 +7,7 @@ const batch = 5000
 /** Folds every pending count delta into the inbox's count groups; answers how many it folded. */
 export const foldCounts = Effect.gen(function*() {
   const repo = yield* ConversationsRepo
-  let total = 0
-  while (true) {
-    const folded = yield* repo.foldCounts(batch)
-    total += folded
-    if (folded < batch) return total
-  }
+  return yield* inBatches(batch, repo.foldCounts(batch))
 }).pipe(Effect.withSpan("CountFold.sweep"))
 
 /**

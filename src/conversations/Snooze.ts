@@ -2,7 +2,7 @@ import { Clock, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
-import { sweepEvery } from "../platform/Sweep.ts"
+import { inBatches, sweepEvery } from "../platform/Sweep.ts"
 import { ConversationsRepo } from "./Repo.ts"
 
 const batch = 100
@@ -16,26 +16,21 @@ export const sweepSnoozed = Effect.gen(function*() {
   const repo = yield* ConversationsRepo
   const events = yield* Events
   const sql = yield* SqlClient.SqlClient
-  let total = 0
-  while (true) {
-    const reopened = yield* Effect.gen(function*() {
-      const due = yield* repo.reopenDue(new Date(yield* Clock.currentTimeMillis), batch)
-      for (const row of due) {
-        yield* events.emit(row.company_id, "conversation.status_changed", {
-          conversation_id: row.id,
-          contact_id: row.contact_id,
-          from: "snoozed",
-          to: "open",
-          reason: "snooze_expired",
-          snoozed_until: row.snoozed_until.toISOString(),
-          by_user_id: null
-        })
-      }
-      return due.length
-    }).pipe(sql.withTransaction, Effect.orDie)
-    total += reopened
-    if (reopened < batch) return total
-  }
+  return yield* inBatches(batch, Effect.gen(function*() {
+    const due = yield* repo.reopenDue(new Date(yield* Clock.currentTimeMillis), batch)
+    for (const row of due) {
+      yield* events.emit(row.company_id, "conversation.status_changed", {
+        conversation_id: row.id,
+        contact_id: row.contact_id,
+        from: "snoozed",
+        to: "open",
+        reason: "snooze_expired",
+        snoozed_until: row.snoozed_until.toISOString(),
+        by_user_id: null
+      })
+    }
+    return due.length
+  }).pipe(sql.withTransaction, Effect.orDie))
 }).pipe(Effect.withSpan("Snooze.sweep"))
 
 /**

@@ -11,3 +11,7 @@ export const sweepEvery = <E, R>(what: string, sweep: Effect.Effect<unknown, E, 
       Effect.andThen(Effect.sleep(interval))
     )
   )))
+
+/** Runs `step` (which handles at most `size` items and answers how many) until a step finds fewer; answers the total. */
+export const inBatches = <E, R>(size: number, step: Effect.Effect<number, E, R>): Effect.Effect<number, E, R> =>
+  Effect.flatMap(step, (done) => done < size ? Effect.succeed(done) : Effect.map(inBatches(size, step), (rest) => done + rest))

@@ -57,7 +57,11 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
     PROVIDER_TIMEOUT_MS: "2000",
     CLUSTER_LEASE_MS: "6000",
     RUNNER_HEALTH_CHECK_MS: "1000",
-    RATE_LIMIT_PER_WINDOW: "100000"
+    RATE_LIMIT_PER_WINDOW: "100000",
+    // The failover itself is under test, not the bot's pacing: 500 sends to 24 chats at Telegram's own
+    // limits (about one a second per chat) would outlast the request deadline many times over.
+    TELEGRAM_SENDS_PER_SECOND: "100000",
+    TELEGRAM_CHAT_BURST: "100000"
   })
 
   beforeAll(async () => {
