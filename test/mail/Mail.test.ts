@@ -4,15 +4,21 @@ import { afterAll, beforeAll } from "vitest"
 import { drainMail, MailTransport, redactSecrets } from "../../src/platform/Mail.ts"
 import { mobileLogin } from "../auth/support.ts"
 import { SmtpFake } from "../fakes/SmtpFake.ts"
+import { freshDatabase } from "../support/Databases.ts"
 import { uniqueEmail } from "../support/Ids.ts"
 import { query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
 
 let smtp: SmtpFake
 let server: RunningServer
+let database: { readonly url: string; readonly drop: () => Promise<void> } | undefined
 beforeAll(async () => {
   smtp = await new SmtpFake().start()
+  // A database of its own: every server of the suite drains the one outbox of its database, and another
+  // file's server would deliver these mails through its own transport.
+  if (process.env.DATABASE_URL !== undefined) database = await freshDatabase(process.env.DATABASE_URL)
   server = await startServer({
+    ...(database === undefined ? {} : { databaseUrl: Option.some(Redacted.make(database.url)) }),
     smtpUrl: Option.some(Redacted.make(smtp.url)),
     mailFrom: "CRM Test <no-reply@crm.test>",
     mailPollMs: 50,
@@ -24,6 +30,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close()
   await smtp?.close()
+  await database?.drop()
 })
 
 const until = async <A>(what: string, probe: () => Promise<A | undefined> | A | undefined, ms = 10_000): Promise<A> => {
