@@ -121,7 +121,13 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
       const delivered = () => tg.http.calls("sendMessage").filter((r) => String(r.body.text).startsWith("crash "))
 
       const inFlight = Array.from({ length: sends }, (_, i) => sendKeyed(viaA, i).then((r) => r.status, () => 0))
-      while (delivered().length < sends / 3) await sleep(2)
+      // The kill falls a third of the way in; on a loaded machine the requests may all have ended first
+      // (503 past the deadline), and then the retries below carry the rest.
+      let ended = false
+      void Promise.all(inFlight).then(() => (ended = true))
+      const killBy = Date.now() + 60_000
+      while (delivered().length < sends / 3 && !ended && Date.now() < killBy) await sleep(2)
+      const deliveredBeforeKill = delivered().length
       process.kill(a.pid!, "SIGKILL")
       const before = tally(await Promise.all(inFlight))
       await a.stop(1_000)
@@ -130,7 +136,7 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
       const finals = new Map<number, Final>()
       const statuses: Array<number> = []
       const rounds: Array<string> = []
-      while (finals.size < sends && Date.now() - killed < 30_000) {
+      while (finals.size < sends && Date.now() - killed < 60_000) {
         const open = Array.from({ length: sends }, (_, i) => i).filter((i) => !finals.has(i))
         await Promise.all(open.map(async (i) => {
           const res = await sendKeyed(viaB, i)
@@ -201,12 +207,12 @@ describe.runIf(baseUrl)("failover between two runners, and idempotency keys afte
       }
       const kinds = tally([...finals.values()].map((f) => f.kind === "sent" ? `201 ${f.status}` : f.kind))
       console.log(
-        `failover figures: before the kill ${JSON.stringify(before)}; retries on the survivor ${JSON.stringify(tally(statuses))}; ` +
+        `failover figures: ${deliveredBeforeKill} delivered at the kill; answers before it ${JSON.stringify(before)}; retries on the survivor ${JSON.stringify(tally(statuses))}; ` +
           `finals ${JSON.stringify(kinds)}; all settled ${settledMs} ms after the kill (${rounds.join(" ")}); ` +
           `${deliveries.size} texts delivered, none twice; ${received.length} message.created events on the survivor's subscriber`
       )
     } finally {
       await Effect.runPromise(Scope.close(scope, Exit.void))
     }
-  }, 180_000)
+  }, 240_000)
 })

@@ -49,10 +49,15 @@ whenAvailable(needs, "relay strict source", () => describe("media relay on plain
         throw new Error(`${error.message}:\n${rtpengine.log().slice(-4000)}`)
       })
     }
-    // The phones still send to, and hear, the relay's ports they were given.
-    const after = await relayedLegs(rtpengine)
+    // The phones still send to, and hear, the relay's ports they were given. The relay's listing of a
+    // session is read while it changes, so it is asked until it shows both legs again.
+    const after = await eventually("both legs still relaying the phones' audio", async () => {
+      const now = await relayedLegs(rtpengine).catch(() => [])
+      return now.length === 2 && now.every((leg, i) => leg.packets > legs[i].packets) ? now : undefined
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}:\n${rtpengine.log().slice(-4000)}`)
+    })
     assert.deepStrictEqual(after.map((leg) => [leg.relayPort, leg.phonePort]), legs.map((leg) => [leg.relayPort, leg.phonePort]))
-    assert.isTrue(after.every((leg, i) => leg.packets > legs[i].packets))
 
     caller.agent.command("hangup")
     await desk.agent.waitFor("the call to end", (e) => e.type === "CALL_CLOSED")
