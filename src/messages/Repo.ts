@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { type ChannelType, channelRules } from "../providers/Domain.ts"
 import { withLinks } from "../media/Links.ts"
@@ -344,10 +344,10 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
         }).pipe(Effect.orDie)
 
       const insertAttachments = (companyId: CompanyId, messageId: number, list: ReadonlyArray<NewAttachment>) =>
-        list.length === 0
+        !Arr.isReadonlyArrayNonEmpty(list)
           ? Effect.succeed([] as ReadonlyArray<Attachment>)
           : sql<AttachmentRow>`INSERT INTO attachments ${
-            sql.insert(list.map((a) => ({
+            sql.insert(Arr.map(list, (a) => ({
               company_id: companyId,
               message_id: messageId,
               type: a.type,
@@ -359,7 +359,7 @@ export class MessagesRepo extends Context.Service<MessagesRepo, {
               sticker_id: a.sticker_id,
               file_name: a.file_name,
               size: a.size
-            })) as any)
+            })))
           } RETURNING id, message_id, type, mime_type, url, thumbnail_url, storage_path, media_id, sticker_id, file_name, size`.pipe(
             Effect.map((rows) => rows.map(toAttachment(companyId)))
           )

@@ -93,18 +93,25 @@ const malformedJson = (error: HttpApiError.HttpApiSchemaError) =>
   error.kind === "Payload" &&
   formatIssues(error.cause.issue).issues.some((issue) => (issue.path ?? []).length === 0 && issue.message.includes("JSON"))
 
-const wireClasses = [
-  Errors.Unauthenticated,
-  Errors.Forbidden,
-  Errors.FeatureNotAvailable,
-  Errors.NotFound,
-  Errors.Conflict,
-  Errors.CsrfMismatch,
-  Errors.Unprocessable,
-  Errors.TooManyRequests,
-  Errors.ServiceUnavailable,
-  Errors.BadGateway
-] as const
+/** A wire error class with its status: the encoder is built once, typed by the class. */
+const wire = <A, I>(cls: Schema.Codec<A, I>, status: number) => {
+  const is = Schema.is(cls)
+  const encode = Schema.encodeSync(cls)
+  return (error: unknown) => is(error) ? json(status, encode(error)) : undefined
+}
+
+const wireEncoders = [
+  wire(Errors.Unauthenticated, 401),
+  wire(Errors.Forbidden, 403),
+  wire(Errors.FeatureNotAvailable, 403),
+  wire(Errors.NotFound, 404),
+  wire(Errors.Conflict, 409),
+  wire(Errors.CsrfMismatch, 419),
+  wire(Errors.Unprocessable, 422),
+  wire(Errors.TooManyRequests, 429),
+  wire(Errors.ServiceUnavailable, 503),
+  wire(Errors.BadGateway, 502)
+]
 
 const json = (status: number, body: unknown) => HttpServerResponse.jsonUnsafe(body, { status })
 
@@ -171,24 +178,11 @@ export const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
 }
 
 const encodeWire = (error: unknown) => {
-  for (const cls of wireClasses) {
-    if (error instanceof cls) {
-      return json(statusOf(error), Schema.encodeSync(cls as any)(error))
-    }
+  for (const encode of wireEncoders) {
+    const response = encode(error)
+    if (response !== undefined) return response
   }
   return undefined
-}
-
-const statusOf = (error: unknown): number => {
-  if (error instanceof Errors.Unauthenticated) return 401
-  if (error instanceof Errors.Forbidden || error instanceof Errors.FeatureNotAvailable) return 403
-  if (error instanceof Errors.NotFound) return 404
-  if (error instanceof Errors.Conflict) return 409
-  if (error instanceof Errors.CsrfMismatch) return 419
-  if (error instanceof Errors.Unprocessable) return 422
-  if (error instanceof Errors.TooManyRequests) return 429
-  if (error instanceof Errors.BadGateway) return 502
-  return 503
 }
 
 /** A database that cannot be reached (restarting, network): the client can retry, so it is 503, not 500. */

@@ -101,12 +101,12 @@ class Refused extends Error {
  */
 const guardedLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (error, addresses: Array<LookupAddress>) => {
-    if (error) return (callback as any)(error)
+    if (error) return callback(error, "")
     const bad = addresses.find((a) => isBlockedAddress(a.address))
-    if (bad !== undefined) return (callback as any)(new Refused(refusal(hostname, bad.address)))
-    if (addresses.length === 0) return (callback as any)(new Error(`${hostname} did not resolve`))
-    if (options.all) return (callback as any)(null, addresses)
-    return (callback as any)(null, addresses[0].address, addresses[0].family)
+    if (bad !== undefined) return callback(new Refused(refusal(hostname, bad.address)), "")
+    if (addresses.length === 0) return callback(new Error(`${hostname} did not resolve`), "")
+    if (options.all) return callback(null, addresses)
+    return callback(null, addresses[0].address, addresses[0].family)
   })
 }
 
