@@ -11,7 +11,7 @@ import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import { countSend } from "../platform/Metrics.ts"
 import type { Message } from "./Domain.ts"
 import { type BatchMessage, BatchRepo, type BatchThread } from "./BatchRepo.ts"
-import { MessagingLimit } from "./MessagingLimit.ts"
+import { limitOf, MessagingLimit } from "./MessagingLimit.ts"
 import { type MessageRow, toMessage } from "./Repo.ts"
 import { createdPayload, messageReference } from "./Rules.ts"
 import { forProvider, providerOutcome } from "./Sender.ts"
@@ -123,9 +123,9 @@ export class Send extends Context.Service<Send, {
           recipient,
           externalThreadId: thread.external_thread_id
         })
-        // A template outside the window counts against the messaging limit, which a broadcast reserves from.
+        // A template outside the window counts against the channel's messaging limit, which a broadcast reserves from.
         const outside = rules.template && windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, now) !== null
-        if (outside && thread.contact_account_id !== null && message.status !== "failed") {
+        if (outside && limitOf(thread.settings) !== null && thread.contact_account_id !== null && message.status !== "failed") {
           yield* limits.record(request.companyId, thread.channel_id, thread.contact_account_id)
         }
         return message
