@@ -39,6 +39,7 @@ import _0180_event_envelope_id from "./0180_event_envelope_id.ts"
 import _0190_inbox from "./0190_inbox.ts"
 import _0220_call_outcomes from "./0220_call_outcomes.ts"
 import _0235_inbox_counts from "./0235_inbox_counts.ts"
+import _0240_messaging_limit from "./0240_messaging_limit.ts"
 
 /** Every migration, keyed `<id>_<name>`; add the next one here when it lands. */
 export const migrations = {
@@ -82,5 +83,6 @@ export const migrations = {
   "0180_event_envelope_id": _0180_event_envelope_id,
   "0190_inbox": _0190_inbox,
   "0220_call_outcomes": _0220_call_outcomes,
-  "0235_inbox_counts": _0235_inbox_counts
+  "0235_inbox_counts": _0235_inbox_counts,
+  "0240_messaging_limit": _0240_messaging_limit
 }

@@ -1,8 +1,9 @@
 import { Clock, Context, DateTime, Effect, Layer, Option } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { type CompanyId, type CurrentActor, CurrentActor as Actor, requireFeature, requirePermission } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
 import { Media } from "../media/Media.ts"
+import { limitOf, MessagingLimit } from "../messages/MessagingLimit.ts"
 import { Outbound } from "../messages/Outbound.ts"
 import {
   BadGateway,
@@ -22,7 +23,7 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { definitionOf, memberCount, memberIds } from "../segments/Compiler.ts"
 import { TemplateSending } from "../templates/Sending.ts"
 import { Assist } from "./Assist.ts"
-import type { AssistInput, Broadcast, BroadcastInput, BroadcastPatch, EstimateInput, Recipient, Run, Stats } from "./Domain.ts"
+import type { AssistInput, Broadcast, BroadcastInput, BroadcastPatch, Estimate, EstimateInput, Recipient, Run, Stats } from "./Domain.ts"
 import { contactVariables } from "./Domain.ts"
 import { RunEngine, windowOf } from "./Engine.ts"
 import { RunJob, StartJob } from "./Kinds.ts"
@@ -57,7 +58,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
   create(input: BroadcastInput): Effect.Effect<Broadcast, Gate | Unprocessable, CurrentActor>
   update(id: number, input: BroadcastPatch): Effect.Effect<Broadcast, Gate | NotFound | Unprocessable, CurrentActor>
   delete(id: number): Effect.Effect<void, Gate | NotFound, CurrentActor>
-  estimate(input: EstimateInput): Effect.Effect<{ total_contacts: number; reachable_contacts: number; excluded_contacts: number; estimated_duration_seconds: number; estimated_completion: string }, Gate | Unprocessable, CurrentActor>
+  estimate(input: EstimateInput): Effect.Effect<Estimate, Gate | Unprocessable, CurrentActor>
   duplicate(id: number): Effect.Effect<Broadcast, Gate | NotFound, CurrentActor>
   publish(id: number): Effect.Effect<Broadcast, Gate | NotFound | Unprocessable, CurrentActor>
   cancel(id: number): Effect.Effect<Broadcast, Gate | NotFound | Unprocessable, CurrentActor>
@@ -87,6 +88,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
       const limiter = yield* RateLimiter
       const assistant = yield* Assist
       const templates = yield* TemplateSending
+      const limits = yield* MessagingLimit
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       const gate = (permission: string) => Effect.andThen(requireFeature("broadcasts"), requirePermission(permission))
@@ -357,9 +359,22 @@ export class Broadcasts extends Context.Service<Broadcasts, {
           reachable_contacts: reachable,
           excluded_contacts: Math.max(0, total - reachable),
           estimated_duration_seconds: duration,
-          estimated_completion: new Date(now.getTime() + duration * 1000).toISOString()
+          estimated_completion: new Date(now.getTime() + duration * 1000).toISOString(),
+          messaging_limits: yield* messagingLimits(company.id, members, input.channel_ids, channels)
         }
       })
+
+      /** Each selected channel with a messaging limit, against the recipients the audience would have on it. */
+      const messagingLimits = (
+        companyId: CompanyId,
+        members: Statement.Statement<{ readonly id: number }>,
+        channelIds: ReadonlyArray<number>,
+        channels: ReadonlyArray<{ readonly id: number; readonly settings: Record<string, unknown> }>
+      ) =>
+        Effect.forEach([...new Set(channelIds)], (channelId) =>
+          channels.some((ch) => ch.id === channelId && limitOf(ch.settings) !== null)
+            ? Effect.flatMap(repo.reachableAccounts(companyId, members, channelIds, channelId), (accounts) => limits.outlook(companyId, channelId, accounts))
+            : Effect.succeedNone).pipe(Effect.map((all) => all.flatMap(Option.toArray)))
 
       const duplicate = Effect.fn("Broadcasts.duplicate")(function*(id: number) {
         const company = yield* gate("broadcast.create")
@@ -566,7 +581,7 @@ export class Broadcasts extends Context.Service<Broadcasts, {
 
   static readonly layer = this.layerNoDeps.pipe(
     Layer.provide([RunEngine.layer, Assist.layer]),
-    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer]),
+    Layer.provide([BroadcastsRepo.layer, Outbound.layer, TemplateSending.layer, MessagingLimit.layer]),
     Layer.provide(Media.layer)
   )
 }

@@ -172,13 +172,24 @@ export const EstimateInput = Schema.Struct({
 })
 export type EstimateInput = typeof EstimateInput.Type
 
+/** A selected channel's WhatsApp messaging limit against the audience: how many reachable recipients it would leave out now. */
+export const MessagingLimitOutlook = Schema.Struct({
+  channel_id: Schema.Int,
+  limit: Schema.Int,
+  contacted_last_24h: Schema.Int,
+  remaining: Schema.Int,
+  beyond: Schema.Int
+})
+
 export const Estimate = Schema.Struct({
   total_contacts: Schema.Int,
   reachable_contacts: Schema.Int,
   excluded_contacts: Schema.Int,
   estimated_duration_seconds: Schema.Int,
-  estimated_completion: Schema.String
+  estimated_completion: Schema.String,
+  messaging_limits: Schema.Array(MessagingLimitOutlook)
 })
+export type Estimate = typeof Estimate.Type
 
 export const TestInput = Schema.Struct({
   channel_id: Schema.Int,

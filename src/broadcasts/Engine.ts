@@ -2,6 +2,7 @@ import { type Cause, Clock, Context, Effect, Fiber, Layer, Option, Queue, Random
 import { SqlClient, type Statement } from "effect/sql"
 import { CompanyId } from "../auth/Domain.ts"
 import { Events } from "../events/Events.ts"
+import { MessagingLimit } from "../messages/MessagingLimit.ts"
 import { type BatchItem, type BatchResult, Send } from "../messages/Send.ts"
 import { AppConfig } from "../platform/Config.ts"
 import { Jobs } from "../platform/Jobs.ts"
@@ -99,6 +100,7 @@ export class RunEngine extends Context.Service<RunEngine, {
       const sender = yield* Send
       const config = yield* AppConfig
       const templates = yield* TemplateSending
+      const limits = yield* MessagingLimit
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       const countsPayload = (c: Counts) => ({
@@ -382,7 +384,19 @@ export class RunEngine extends Context.Service<RunEngine, {
               SELECT code, company_id, recipient_id, url FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb)
                 AS l(code text, company_id bigint, recipient_id bigint, url text)`.pipe(Effect.orDie)
           }
-          return prepared
+          return yield* withinLimit(channelId, prepared)
+        })
+
+        /**
+         * Template recipients beyond the channel's messaging limit are skipped. Only templates reserve: the
+         * sending rules refuse any other send outside the window before it could count.
+         */
+        const withinLimit = Effect.fnUntraced(function*(channelId: number, prepared: ReadonlyArray<{ recipient: Claimed; send: BatchItem | Outcome }>) {
+          const templated = (send: BatchItem | Outcome): send is BatchItem => !isOutcome(send) && send.template !== undefined
+          const accounts = prepared.flatMap(({ recipient, send }) => templated(send) ? [recipient.contact_account_id] : [])
+          const beyond = yield* limits.reserve(companyId, channelId, accounts)
+          if (beyond.size === 0) return prepared
+          return prepared.map((p) => templated(p.send) && beyond.has(p.recipient.contact_account_id) ? { ...p, send: skipped(p.recipient.id, "messaging_limit") } : p)
         })
 
         /**
@@ -596,6 +610,6 @@ export class RunEngine extends Context.Service<RunEngine, {
   )
 
   static readonly layer = this.layerNoDeps.pipe(
-    Layer.provide([BroadcastsRepo.layer, TemplateSending.layer, Send.layer])
+    Layer.provide([BroadcastsRepo.layer, TemplateSending.layer, Send.layer, MessagingLimit.layer])
   )
 }

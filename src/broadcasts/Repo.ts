@@ -176,6 +176,8 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
   click(code: string, now: Date): Effect.Effect<Option.Option<string>>
   /** Reachable audience per chosen channel (same rules as the snapshot). */
   reachable(companyId: CompanyId, members: Statement.Statement<{ readonly id: number }>, channelIds: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<{ readonly channel_id: number; readonly count: number }>>
+  /** The contact accounts the audience would reach on `channelId` (one of `channelIds`, picked as the snapshot picks). */
+  reachableAccounts(companyId: CompanyId, members: Statement.Statement<{ readonly id: number }>, channelIds: ReadonlyArray<number>, channelId: number): Effect.Effect<ReadonlyArray<number>>
 }>()("crm/broadcasts/BroadcastsRepo") {
   static readonly layer = Layer.effect(
     BroadcastsRepo,
@@ -389,6 +391,17 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
           WHERE c.opted_out_at IS NULL AND c.blocked_at IS NULL
           GROUP BY pick.channel_id`.pipe(Effect.orDie)
 
+      const reachableAccounts = (companyId: CompanyId, members: Statement.Statement<{ readonly id: number }>, channelIds: ReadonlyArray<number>, channelId: number) =>
+        sql<{ account_id: number }>`
+          SELECT pick.account_id
+          FROM (${members}) mem
+          JOIN contacts c ON c.id = mem.id AND c.company_id = ${companyId}
+          CROSS JOIN LATERAL (${pickChannel(sql, companyId, channelIds)}) pick
+          WHERE c.opted_out_at IS NULL AND c.blocked_at IS NULL AND pick.channel_id = ${channelId}`.pipe(
+          Effect.map((rows) => rows.map((row) => Number(row.account_id))),
+          Effect.orDie
+        )
+
       return BroadcastsRepo.of({
         insert,
         update,
@@ -415,7 +428,8 @@ export class BroadcastsRepo extends Context.Service<BroadcastsRepo, {
         templateRef,
         approvedTemplates,
         click,
-        reachable
+        reachable,
+        reachableAccounts
       })
     })
   )

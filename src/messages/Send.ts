@@ -5,12 +5,13 @@ import { Events } from "../events/Events.ts"
 import { withLinks } from "../media/Links.ts"
 import { Credentials } from "../providers/Credentials.ts"
 import { Providers } from "../providers/Provider.ts"
-import { channelContext } from "../providers/Rules.ts"
+import { channelContext, windowClosed } from "../providers/Rules.ts"
 import { BlobStore } from "../platform/files/BlobStore.ts"
 import { SignedUrls } from "../platform/files/SignedUrls.ts"
 import { countSend } from "../platform/Metrics.ts"
 import type { Message } from "./Domain.ts"
 import { type BatchMessage, BatchRepo, type BatchThread } from "./BatchRepo.ts"
+import { limitOf, MessagingLimit } from "./MessagingLimit.ts"
 import { type MessageRow, toMessage } from "./Repo.ts"
 import { createdPayload, messageReference } from "./Rules.ts"
 import { forProvider, providerOutcome } from "./Sender.ts"
@@ -105,13 +106,15 @@ export class Send extends Context.Service<Send, {
       const credentials = yield* Credentials
       const store = yield* BlobStore
       const signed = yield* SignedUrls
+      const limits = yield* MessagingLimit
 
       const one = Effect.fn("Send.one")(function*(request: Delivery) {
         const { thread, ...content } = request
         const forward = request.endpoint === "forward"
         const rules: RuleContent = forward ? { forward, types: [request.messageType], template: false } : ruleContent(request)
-        const recipient = yield* Effect.fromResult(checkSend(thread, rules, yield* Clock.currentTimeMillis))
-        return yield* lane.run({
+        const now = yield* Clock.currentTimeMillis
+        const recipient = yield* Effect.fromResult(checkSend(thread, rules, now))
+        const message = yield* lane.run({
           ...content,
           conversationId: thread.conversation_id,
           threadId: thread.id,
@@ -120,6 +123,12 @@ export class Send extends Context.Service<Send, {
           recipient,
           externalThreadId: thread.external_thread_id
         })
+        // A template outside the window counts against the channel's messaging limit, which a broadcast reserves from.
+        const outside = rules.template && windowClosed(thread.channel_type, thread.is_group, thread.last_inbound_at, now) !== null
+        if (outside && limitOf(thread.settings) !== null && thread.contact_account_id !== null && message.status !== "failed") {
+          yield* limits.record(request.companyId, thread.channel_id, thread.contact_account_id)
+        }
+        return message
       })
 
       /** The accounts' threads on the channel, created where missing; a concurrent writer may win an insert, and the next pass reads its row. */
@@ -255,7 +264,7 @@ export class Send extends Context.Service<Send, {
     })
   )
 
-  static readonly layer = this.layerNoDeps.pipe(Layer.provide([ThreadsRepo.layer, BatchRepo.layer]))
+  static readonly layer = this.layerNoDeps.pipe(Layer.provide([ThreadsRepo.layer, BatchRepo.layer, MessagingLimit.layer]))
 }
 
 /** A batch's thread as the sending rules read it: one-to-one, on the batch's channel. */

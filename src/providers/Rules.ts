@@ -35,10 +35,19 @@ export const windowClosed = (
   lastInboundAt: Date | null,
   nowMs: number
 ): number | null => {
+  const since = windowOpenSince(type, isGroup, nowMs)
+  if (since === null) return null
+  if (lastInboundAt !== null && lastInboundAt.getTime() > since) return null
+  return channelRules[type].customerWindowHours
+}
+
+/**
+ * The window of `windowClosed` as a bound: the window is open when the last inbound message is later
+ * than this (ms); null when the thread has no window. SQL that counts many threads compares with it.
+ */
+export const windowOpenSince = (type: ChannelType, isGroup: boolean, nowMs: number): number | null => {
   const hours = channelRules[type].customerWindowHours
-  if (hours === null || isGroup) return null
-  if (lastInboundAt !== null && lastInboundAt.getTime() > nowMs - hours * 3_600_000) return null
-  return hours
+  return hours === null || isGroup ? null : nowMs - hours * 3_600_000
 }
 
 export const windowRefusal = (type: ChannelType, hours: number, forward: boolean) => {

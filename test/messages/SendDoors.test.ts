@@ -3,6 +3,7 @@ import { Deferred, Effect, Fiber, Layer, Option } from "effect"
 import { afterAll, beforeAll } from "vitest"
 import { CompanyId } from "../../src/auth/Domain.ts"
 import { BatchRepo } from "../../src/messages/BatchRepo.ts"
+import { MessagingLimit } from "../../src/messages/MessagingLimit.ts"
 import { type BatchItem, Send } from "../../src/messages/Send.ts"
 import { SendLane } from "../../src/messages/SendLane.ts"
 import { ThreadsRepo } from "../../src/messages/ThreadsRepo.ts"
@@ -129,7 +130,7 @@ describe("Send.many (the batch door)", () => {
       }))
       const { send, threads } = yield* Effect.gen(function*() {
         return { send: yield* Send, threads: yield* ThreadsRepo }
-      }).pipe(Effect.provide(Layer.merge(Layer.fresh(Send.layerNoDeps).pipe(Layer.provide([heldLane, ThreadsRepo.layer, BatchRepo.layer])), ThreadsRepo.layer)))
+      }).pipe(Effect.provide(Layer.merge(Layer.fresh(Send.layerNoDeps).pipe(Layer.provide([heldLane, ThreadsRepo.layer, BatchRepo.layer, MessagingLimit.layer])), ThreadsRepo.layer)))
       const thread = Option.getOrThrow(yield* threads.threadContext(CompanyId.make(a.id), c.threadId))
       const single = yield* Effect.forkChild(send.one({
         thread,

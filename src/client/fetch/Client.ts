@@ -6642,6 +6642,13 @@ export type BroadcastsEstimateResult =
       excluded_contacts: number
       estimated_duration_seconds: number
       estimated_completion: string
+      messaging_limits: Array<{
+        channel_id: number
+        limit: number
+        contacted_last_24h: number
+        remaining: number
+        beyond: number
+      }>
     }
   }>
   | Failure<400, ErrorMessage>
