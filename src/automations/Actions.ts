@@ -72,20 +72,20 @@ export const WaitData = Schema.Union([
 ])
 export type WaitData = typeof WaitData.Type
 
-interface ActionSpec {
-  readonly id: string
+export interface ActionSpec<Id extends string = string, S extends Schema.Top = Schema.Top> {
+  readonly id: Id
   readonly name: string
   readonly group: string
   readonly description: string
-  readonly data: Schema.Codec<any, any>
+  readonly data: S
   /** Channel type the send is restricted to (the messenger send actions). */
   readonly channelType?: "msgr_a" | "msgr_b"
 }
 
-const action = (spec: ActionSpec) => spec
+const action = <const Id extends string, S extends Schema.Top>(spec: ActionSpec<Id, S>) => spec
 
 /** Every action a node may name in `actionId`, with the schema of its `data`. */
-export const ActionCatalog: ReadonlyArray<ActionSpec> = [
+export const ActionCatalog = [
   action({ id: "msgr_a-send-message", name: "Send msgr_a message", group: "messaging", description: "Text or an uploaded voice note in the trigger's msgr_a conversation.", data: SendData, channelType: "msgr_a" }),
   action({ id: "msgr_b-send-message", name: "Send msgr_b message", group: "messaging", description: "Text or an uploaded voice note in the trigger's msgr_b conversation.", data: SendData, channelType: "msgr_b" }),
   action({ id: "send-message", name: "Send message", group: "messaging", description: "Text or a voice note on the trigger's thread, or on `channel_id` (any channel type).", data: SendData }),
@@ -101,9 +101,12 @@ export const ActionCatalog: ReadonlyArray<ActionSpec> = [
   action({ id: "http-request", name: "HTTP request", group: "integrations", description: "A request through the SSRF guard; status and body (first 4 KB) are kept for later steps.", data: HttpData }),
   action({ id: "condition", name: "Condition", group: "flow", description: "Branches on `sourceHandle` true / false.", data: ConditionData }),
   action({ id: "wait", name: "Wait", group: "flow", description: "A duration, or until a time of day (HH:MM) in the contact's timezone.", data: WaitData })
-]
+] as const
 
-export const actionById: ReadonlyMap<string, ActionSpec> = new Map(ActionCatalog.map((a) => [a.id, a]))
+export type CatalogEntry = (typeof ActionCatalog)[number]
+export type ActionId = CatalogEntry["id"]
+
+export const actionById: ReadonlyMap<string, CatalogEntry> = new Map(ActionCatalog.map((a) => [a.id, a]))
 
 const groupNames: Record<string, string> = {
   messaging: "Messaging",

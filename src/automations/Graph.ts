@@ -1,4 +1,4 @@
-import { Exit, Schema, SchemaIssue } from "effect"
+import { Cause, Exit, Option, Schema, type SchemaIssue } from "effect"
 import { actionById } from "./Actions.ts"
 import type { Condition, Edge, Graph, Node, StoredGraph, Trigger } from "./Domain.ts"
 
@@ -82,8 +82,8 @@ export const validate = (graph: Graph): Record<string, Array<string>> => {
     }
     const decoded = Schema.decodeUnknownExit(spec.data)(n.data ?? {})
     if (Exit.isFailure(decoded)) {
-      const issue = decoded.cause.reasons.find((r) => r._tag === "Fail")
-      add(`nodes.${i}.data`, `The data of node ${n.id} is invalid for ${spec.id}: ${issue ? issueText((issue.error as any).issue ?? issue.error) : "invalid"}`)
+      const error = Cause.findErrorOption(decoded.cause)
+      add(`nodes.${i}.data`, `The data of node ${n.id} is invalid for ${spec.id}: ${Option.isSome(error) ? issueText(error.value.issue) : "invalid"}`)
       return
     }
     if (spec.id === "assign-conversation") {
