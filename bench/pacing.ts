@@ -16,6 +16,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run bench:pacing
  */
 import "./support/QuietLogs.ts"
+import { loadavg } from "node:os"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -283,7 +284,11 @@ const throttledMidRun = async (rows: Rows, runners: ReadonlyArray<ServerProcess>
   const segmentId = await audience(rows, viaA, company.companyId, RECIPIENTS, "4472")
   const from = wa.arrivals.length
   const runId = await startBroadcast(viaA, company, segmentId, "pacing throttled")
-  while (wa.arrivals.length - from < RECIPIENTS / 2) await sleep(5)
+  const halfBy = Date.now() + 120_000
+  while (wa.arrivals.length - from < RECIPIENTS / 2) {
+    if (Date.now() > halfBy) throw new Error(`half of the broadcast did not arrive within 120 s: ${wa.arrivals.length - from}`)
+    await sleep(5)
+  }
   const throttleFrom = Date.now()
   wa.throttleUntil = throttleFrom + THROTTLE_MS
   const recipients = await runDone(rows, runId, 180_000)
@@ -341,7 +346,7 @@ const main = async () => {
     console.log("bench/pacing needs PostgreSQL: set DATABASE_URL. Skipped.")
     return
   }
-  console.log(`pacing — ${machine()}; load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")}`)
+  console.log(`pacing — ${machine()}; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`)
   const started = Date.now()
   const { runners, rows } = await startCluster(process.env.DATABASE_URL)
   const company = await setupCompany(runners[0].url)
