@@ -15,6 +15,8 @@ export interface FakeRequest {
   readonly headers: Record<string, string | Array<string> | undefined>
   readonly body: Record<string, unknown>
   readonly files: Record<string, FakeFile>
+  /** When its headers arrived (epoch ms), before the body was read. */
+  readonly receivedAt: number
 }
 
 export interface FakeAnswer {
@@ -103,6 +105,7 @@ export class FakeHttp {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse) {
+    const receivedAt = Date.now()
     const raw = await readAll(req)
     const { body, files } = await parseBody(req, raw)
     const url = new URL(req.url ?? "/", "http://fake.local")
@@ -112,7 +115,8 @@ export class FakeHttp {
       query: Object.fromEntries(url.searchParams),
       headers: req.headers,
       body,
-      files
+      files,
+      receivedAt
     }
     this.requests.push(request)
     const key = this.keyOf(request)

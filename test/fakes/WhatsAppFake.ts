@@ -12,7 +12,9 @@ import { FakeHttp, type FakeAnswer, type FakeRequest } from "./FakeHttp.ts"
  * (create with `parameter_format: NAMED`, every body and header variable with a named example;
  * delete by `name` and `hsm_id`), `GET /{template-id}` (status, rejected_reason) and
  * `POST /{template-id}` (edit: back to PENDING). `decide` plays Meta's reviewer and returns the
- * `message_template_status_update` notification it would post.
+ * `message_template_status_update` notification it would post. Every `POST /{phone-number-id}/messages`
+ * is logged in `arrivals` (when it arrived, to whom, the status answered); until `throttleUntil`
+ * (epoch ms) each one is answered 130429 with HTTP 400, as Meta answers a number over its throughput.
  */
 export class WhatsAppFake {
   /**
@@ -29,6 +31,10 @@ export class WhatsAppFake {
   readonly callPermissionRequests = new Map<string, { readonly to: string; readonly body: string }>()
   /** Message templates by id, as Meta keeps them. */
   readonly templates = new Map<string, FakeTemplate>()
+  /** Every message send as it arrived, in order: `at` in epoch ms, `status` the HTTP status answered. */
+  readonly arrivals: Array<{ readonly at: number; readonly to: string; readonly status: number }> = []
+  /** Sends arriving before this time (epoch ms) are answered 130429, the number's throughput reached. */
+  throttleUntil = 0
   private nextId = 1
 
   constructor() {
@@ -208,6 +214,36 @@ export class WhatsAppFake {
     return typeof header === "string" && header.startsWith("Bearer ") && this.tokens.has(header.slice(7))
   }
 
+  /** `POST /{phone-number-id}/messages`: the message accepted, or the error Meta would answer. */
+  private message(r: FakeRequest): FakeAnswer {
+    const b = r.body
+    if (r.receivedAt < this.throttleUntil) {
+      return this.error(400, 130429, "(#130429) Rate limit hit", "Cloud API message throughput has been reached.")
+    }
+    if (b.messaging_product !== "whatsapp") return this.error(400, 100, "(#100) The parameter messaging_product is required.")
+    if (typeof b.to !== "string" || b.to === "") return this.error(400, 100, "(#100) The parameter to is required.")
+    const type = (b.type as string | undefined) ?? "text"
+    if (!(type in b)) return this.error(400, 100, `(#100) The parameter ${type} is required.`)
+    if (type !== "template" && this.closedWindow.has(b.to)) {
+      return this.error(400, 131047, "(#131047) Re-engagement message", "Message failed to send because more than 24 hours have passed since the customer last replied to this number.")
+    }
+    const interactive = b.interactive as { type?: string; action?: { name?: string }; body?: { text?: string } } | undefined
+    if (type === "interactive" && interactive?.type === "call_permission_request") {
+      if (interactive.action?.name !== "call_permission_request") return this.error(400, 100, "(#100) The parameter interactive.action.name is required.")
+      if (typeof interactive.body?.text !== "string" || interactive.body.text === "") {
+        return this.error(400, 100, "(#100) The parameter interactive.body.text is required.")
+      }
+    }
+    const id = `wamid.FAKE${this.nextId++}`
+    if (type === "interactive" && interactive?.type === "call_permission_request") {
+      this.callPermissionRequests.set(id, { to: b.to, body: interactive.body!.text! })
+    }
+    return {
+      status: 200,
+      body: { messaging_product: "whatsapp", contacts: [{ input: b.to, wa_id: b.to }], messages: [{ id }] }
+    }
+  }
+
   private route(r: FakeRequest): FakeAnswer {
     if (!this.authorized(r)) return this.error(401, 190, "Invalid OAuth access token - Cannot parse access token")
     const parts = r.path.split("/").filter((p) => p !== "")
@@ -235,28 +271,9 @@ export class WhatsAppFake {
     const [, edge] = parts
     const b = r.body
     if (edge === "messages" && r.method === "POST") {
-      if (b.messaging_product !== "whatsapp") return this.error(400, 100, "(#100) The parameter messaging_product is required.")
-      if (typeof b.to !== "string" || b.to === "") return this.error(400, 100, "(#100) The parameter to is required.")
-      const type = (b.type as string | undefined) ?? "text"
-      if (!(type in b)) return this.error(400, 100, `(#100) The parameter ${type} is required.`)
-      if (type !== "template" && this.closedWindow.has(b.to)) {
-        return this.error(400, 131047, "(#131047) Re-engagement message", "Message failed to send because more than 24 hours have passed since the customer last replied to this number.")
-      }
-      const interactive = b.interactive as { type?: string; action?: { name?: string }; body?: { text?: string } } | undefined
-      if (type === "interactive" && interactive?.type === "call_permission_request") {
-        if (interactive.action?.name !== "call_permission_request") return this.error(400, 100, "(#100) The parameter interactive.action.name is required.")
-        if (typeof interactive.body?.text !== "string" || interactive.body.text === "") {
-          return this.error(400, 100, "(#100) The parameter interactive.body.text is required.")
-        }
-      }
-      const id = `wamid.FAKE${this.nextId++}`
-      if (type === "interactive" && interactive?.type === "call_permission_request") {
-        this.callPermissionRequests.set(id, { to: b.to, body: interactive.body!.text! })
-      }
-      return {
-        status: 200,
-        body: { messaging_product: "whatsapp", contacts: [{ input: b.to, wa_id: b.to }], messages: [{ id }] }
-      }
+      const answer = this.message(r)
+      this.arrivals.push({ at: r.receivedAt, to: String(b.to), status: answer.status })
+      return answer
     }
     if (edge === "media" && r.method === "POST") {
       const file = r.files.file
