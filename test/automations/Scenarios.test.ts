@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { createServer, type Server } from "node:http"
 import { AutomationsRepo } from "../../src/automations/Repo.ts"
 import { Runs } from "../../src/automations/Runs.ts"
@@ -8,17 +8,25 @@ import { createContact } from "../contacts/support.ts"
 import { dealSetup } from "../deals/support.ts"
 import { tone } from "../media/support.ts"
 import { createChannel, inbound } from "../messages/support.ts"
+import { freshDatabase } from "../support/Databases.ts"
 import { payloadsOf, query } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer, upload } from "../support/TestServer.ts"
 import { actionNode, activeAutomation, chain, edge, finishedRuns, last, ok, outboundTexts, runsOf, sleep, trigger, triggerNode, waitFor } from "./support.ts"
 
 let server: RunningServer
+let database: { readonly url: string; readonly drop: () => Promise<void> } | undefined
 let receiver: Server
 let receiverUrl: string
 const hits: Array<{ path: string; body: string }> = []
 
 beforeAll(async () => {
-  server = await startServer({ webhookAllowPrivate: true })
+  // A database of its own: a run's job may be taken by any server on its database, and only this one
+  // lets the HTTP step reach the receiver on loopback.
+  if (process.env.DATABASE_URL !== undefined) database = await freshDatabase(process.env.DATABASE_URL)
+  server = await startServer({
+    ...(database === undefined ? {} : { databaseUrl: Option.some(Redacted.make(database.url)) }),
+    webhookAllowPrivate: true
+  })
   receiver = createServer((req, res) => {
     let body = ""
     req.on("data", (c) => (body += c))
@@ -38,6 +46,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close()
   receiver?.close()
+  await database?.drop()
 })
 
 const createTag = async (token: string, name: string) => (await ok(server, "POST", "/v1/tags", token, { name }, 201)).id as number
