@@ -18,7 +18,11 @@ interface Slice {
   readonly leasedAt: number
   readonly remaining: number
   units: number
+  /** When its last unit was spent, or for a unit held by `spendLeased`, when the work it paced ended. */
   lastSpentAt: number
+  /** Units whose work (`spendLeased`) is still under way: the slice is handed back once they are done. */
+  pending: number
+  retired: boolean
 }
 
 /** The rate limiter over the entities that own the buckets: a company's, or the global throttle keyed by bucket. */
@@ -56,12 +60,22 @@ export const RateLimiterLayer = Layer.effect(
       ).pipe(Effect.asVoid)
 
     const retire = (key: string, slice: Slice, now: number) => {
-      slices.delete(key)
+      if (slices.get(key) === slice) slices.delete(key)
+      if (slice.retired) return Effect.void
+      slice.retired = true
       const want = wants.get(key) ?? 4
       if (slice.units > 0) wants.set(key, Math.max(1, Math.floor(want / 2)))
       else if (now - slice.leasedAt < holdMs / 2) wants.set(key, Math.min(maxSlice, want * 2))
-      return release(slice)
+      return slice.pending === 0 ? release(slice) : Effect.void
     }
+
+    /** A unit's work ended: it counts from now, and a retired slice whose units are all done goes back. */
+    const settle = (slice: Slice) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        slice.pending -= 1
+        slice.lastSpentAt = Math.max(slice.lastSpentAt, now)
+        return slice.retired && slice.pending === 0 ? release(slice) : Effect.void
+      })
 
     yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
       yield* Effect.sleep(sweepEveryMs)
@@ -91,7 +105,9 @@ export const RateLimiterLayer = Layer.effect(
                   leasedAt: sentAt,
                   remaining: grant.remaining,
                   units: grant.granted,
-                  lastSpentAt: sentAt
+                  lastSpentAt: sentAt,
+                  pending: 0,
+                  retired: false
                 })
               }
             })
@@ -103,27 +119,41 @@ export const RateLimiterLayer = Layer.effect(
         return deferred
       })
 
-    const consumeLeased = (owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision> =>
+    /**
+     * One unit of this runner's slice of the bucket, leasing a new slice when it has none: the slice it
+     * came from. A `held` unit is pending until its work settles, so the slice is not handed back before.
+     */
+    const take = (owner: Owner, bucket: string, rule: Rule, held: boolean): Effect.Effect<{ readonly decision: Decision; readonly slice?: Slice }> =>
       Effect.gen(function*() {
         const key = keyOf(owner, bucket)
         while (true) {
           const now = yield* Clock.currentTimeMillis
           const until = pausedUntil.get(key) ?? 0
-          if (until > now) return { allowed: false, remaining: 0, retryAfterMs: until - now }
+          if (until > now) return { decision: { allowed: false, remaining: 0, retryAfterMs: until - now } }
           const slice = slices.get(key)
           if (slice !== undefined) {
             if (slice.units > 0 && slice.expiresAt > now) {
               slice.units -= 1
               slice.lastSpentAt = now
+              if (held) slice.pending += 1
               if (slice.units === 0) yield* retire(key, slice, now)
-              return { allowed: true, remaining: slice.remaining + slice.units, retryAfterMs: 0 }
+              return { decision: { allowed: true, remaining: slice.remaining + slice.units, retryAfterMs: 0 }, slice }
             }
             yield* retire(key, slice, now)
           }
           const grant = yield* Deferred.await(inFlight.get(key) ?? (yield* lease(key, owner, bucket, rule)))
-          if (grant.granted === 0) return { allowed: false, remaining: 0, retryAfterMs: grant.retryAfterMs }
+          if (grant.granted === 0) return { decision: { allowed: false, remaining: 0, retryAfterMs: grant.retryAfterMs } }
         }
       })
+
+    const consumeLeased = (owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision> =>
+      Effect.map(take(owner, bucket, rule, false), (taken) => taken.decision)
+
+    const spendLeased = <A, E, R>(owner: Owner, bucket: string, rule: Rule, use: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.flatMap(take(owner, bucket, rule, true), ({ decision, slice }) =>
+        decision.allowed && slice !== undefined
+          ? Effect.ensuring(use, settle(slice))
+          : Effect.andThen(Effect.sleep(decision.retryAfterMs), spendLeased(owner, bucket, rule, use)))
 
     const pause = (owner: Owner, bucket: string, forMs: number): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -143,6 +173,7 @@ export const RateLimiterLayer = Layer.effect(
         return clientOf(owner, bucket).Consume(payload).pipe(Effect.orDie)
       },
       consumeLeased,
+      spendLeased,
       pause,
       consumeLogged: (companyId: number, log: string, subject: string, rules: ReadonlyArray<LoggedRule>) =>
         companies(String(companyId)).ConsumeLogged({ log, subject, rules }).pipe(Effect.orDie)

@@ -32,6 +32,13 @@ export interface RateLimitBackend {
    * `remaining` is off by at most the slices outstanding.
    */
   consumeLeased(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
+  /**
+   * Runs `use` on one unit of a leased slice, waiting for a unit first: the unit counts in the window
+   * until `use` ends, not only from when it was taken. A provider counts a request when it arrives,
+   * which is somewhere between the two; counted at the answer, a request slow on its way still cannot
+   * land in a later window beside that window's own.
+   */
+  spendLeased<A, E, R>(owner: Owner, bucket: string, rule: Rule, use: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
   /** One hit on a log whose hits survive a restart: allowed only when every rule has room. */
   consumeLogged(companyId: number, log: string, subject: string, rules: ReadonlyArray<LoggedRule>): Effect.Effect<Decision>
   /** No slice of the bucket for `forMs`, on every runner: its owner refuses leases, and this runner drops its slice. */
@@ -43,6 +50,8 @@ export class RateLimiter extends Context.Service<RateLimiter, {
   consume(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
   /** One hit through this runner's leased slice of the bucket (`RateLimitBackend.consumeLeased`), without refusing. */
   consumeLeased(owner: Owner, bucket: string, rule: Rule): Effect.Effect<Decision>
+  /** `RateLimitBackend.spendLeased`: a provider call paced by the bucket, counted until its answer. */
+  spendLeased<A, E, R>(owner: Owner, bucket: string, rule: Rule, use: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
   /** `RateLimitBackend.pause`. */
   pause(owner: Owner, bucket: string, forMs: number): Effect.Effect<void>
   /** Consumes one hit and fails with 429 (+ `Retry-After`) when the bucket is full. */
@@ -78,6 +87,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     return RateLimiter.of({
       consume: backend.consume,
       consumeLeased: backend.consumeLeased,
+      spendLeased: backend.spendLeased,
       pause: backend.pause,
       enforce,
       enforceLeased,

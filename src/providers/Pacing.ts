@@ -68,8 +68,9 @@ export const pacingDefaults = Config.all({
 
 /**
  * Sends held to each channel's budget for the whole cluster. The budget belongs to the channel's
- * company entity and is spent through leased slices (`RateLimiter.consumeLeased`), so N runners
- * together keep to it; a unit is taken immediately before the provider call, never ahead of a wait.
+ * company entity and is spent through leased slices (`RateLimiter.spendLeased`), so N runners
+ * together keep to it; a unit is taken immediately before the provider call, never ahead of a wait, and
+ * counts until the provider answers.
  * A throttle answer pauses the channel's budget on every runner for the time the provider gives
  * and the send is made again; a pair throttle (one recipient) holds back only that recipient, on
  * this runner.
@@ -118,8 +119,7 @@ export const makePacing = Effect.gen(function*() {
         yield* waitForPair(pairKey(channel, message.recipient))
         const chat = limits.chat
         if (chat !== null) yield* waitFor(limiter.consume(owner, chat.bucket, chat.rule))
-        yield* waitFor(limiter.consumeLeased(owner, channelBucket(channel.id), limits.channel))
-        const outcome = yield* Effect.result(raw.send(channel, message))
+        const outcome = yield* limiter.spendLeased(owner, channelBucket(channel.id), limits.channel, Effect.result(raw.send(channel, message)))
         if (outcome._tag === "Success") return outcome.success
         const error = outcome.failure
         if (error._tag === "ProviderError") return yield* error

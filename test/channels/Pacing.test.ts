@@ -41,13 +41,17 @@ interface Arrival {
   readonly text: string
 }
 
-/** A provider that accepts everything, except while `refuseUntil` lies ahead (a 130429 answer, nothing taken). */
-const fakeProvider = () => {
+/**
+ * A provider that accepts everything, except while `refuseUntil` lies ahead (a 130429 answer, nothing taken).
+ * `transitMs(i)`: how long the i-th request is on its way before it arrives (a busy sender, a slow network).
+ */
+const fakeProvider = (transitMs: (i: number) => number = () => 0) => {
   const arrivals: Array<Arrival> = []
   const refused: Array<Arrival> = []
   let refuseUntil = 0
+  let sent = 0
   const send: RawAdapter["send"] = (_channel, message) =>
-    Effect.suspend(() => {
+    Effect.andThen(Effect.sleep(transitMs(sent++)), () => {
       const arrival = { at: performance.now(), text: message.text ?? "" }
       if (arrival.at < refuseUntil) {
         refused.push(arrival)
@@ -90,10 +94,15 @@ const cluster = Effect.flatMap(
 )
 
 /** `total` sends on one channel, alternating between two runners, all at once; the provider sees them arrive. */
-const sendFromTwoRunners = (settings: Record<string, unknown>, total: number, meanwhile: (provider: ReturnType<typeof fakeProvider>) => Effect.Effect<void>) =>
+const sendFromTwoRunners = (
+  settings: Record<string, unknown>,
+  total: number,
+  meanwhile: (provider: ReturnType<typeof fakeProvider>) => Effect.Effect<void>,
+  transitMs?: (i: number) => number
+) =>
   Effect.flatMap(cluster, (context) =>
     Effect.gen(function*() {
-      const provider = fakeProvider()
+      const provider = fakeProvider(transitMs)
       const [a, b] = yield* Effect.all([runnerPacing, runnerPacing]).pipe(Effect.provideContext(context))
       const sender = [a(provider.adapter as RawAdapter), b(provider.adapter as RawAdapter)]
       const paced = channel({ settings })
@@ -131,6 +140,18 @@ describe("channel pacing", () => {
       console.log(`two-runner pacing: busiest 1 s window ${busiest(times, 1000)} of ${limit}; ${rate.toFixed(1)}/s after the first second (${(100 * rate / limit).toFixed(1)}%)`)
       // Loose here: timers on a shared machine run late.
       assert.isAtLeast(rate / limit, 0.7, `${rate.toFixed(1)}/s of ${limit}/s`)
+    }).pipe(Effect.scoped), 60_000)
+
+  it.live("requests slow on their way to the provider still arrive within the budget: a unit counts until its answer", () =>
+    Effect.gen(function*() {
+      const limit = 40
+      const total = 200
+      // The first second's requests spend 300 ms on their way (a busy moment), the later ones arrive at
+      // once: counted only from when they left, the first second's would land beside the next second's.
+      const provider = yield* sendFromTwoRunners({ sends_per_second: limit }, total, () => Effect.void, (i) => i < limit ? 300 : 0)
+      const times = provider.arrivals.map((x) => x.at)
+      assert.strictEqual(times.length, total)
+      assert.isAtMost(busiest(times, 1000), limit)
     }).pipe(Effect.scoped), 60_000)
 
   it.live("a throttle answer pauses the channel on both runners; every refused send is made again once and none is lost", () =>
