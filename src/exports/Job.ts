@@ -282,5 +282,4 @@ export const ExportExpiryHandler = jobHandler(ExportExpiryJob, Effect.gen(functi
 /** What the export kinds need from the runner's layer (for `Jobs.runner`'s type argument). */
 export type ExportJobServices =
   | Effect.Services<typeof ExportHandler.make>
-  | Effect.Services<NonNullable<typeof ExportHandler.gaveUp>>
   | Effect.Services<typeof ExportExpiryHandler.make>

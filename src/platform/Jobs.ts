@@ -64,14 +64,29 @@ export interface JobRun<P, Pr> {
   complete(result: unknown): Effect.Effect<void, JobLeaseLost>
 }
 
+/** What the runner reads of a kind: its name and how it is claimed and retried. */
+export type JobRules = Pick<JobKind<unknown, unknown>, "name" | "concurrency" | "lease" | "maxAttempts" | "retryDelay">
+
+/** A claimed row's controls, before its kind's schemas: a checkpoint arrives encoded. */
+interface RowControls {
+  advanceEncoded(progress: unknown): Effect.Effect<void, JobLeaseLost>
+  readonly renew: Effect.Effect<void, JobLeaseLost>
+  complete(result: unknown): Effect.Effect<void, JobLeaseLost>
+}
+
+/** A handler with its kind's types closed over: it decodes the row's payload and checkpoint itself. */
+interface BoundHandler {
+  run(row: ClaimedRow, controls: RowControls): Effect.Effect<void, unknown>
+  readonly gaveUp: ((row: ClaimedRow, error: string) => Effect.Effect<void, unknown>) | undefined
+}
+
 /**
  * A kind's handler. A failure or defect leaves the job to be retried (after `retryDelay`, up to
  * `maxAttempts`); an interruption (shutdown) hands it back to the queue for any runner at once.
  */
 export interface JobHandler<R> {
-  readonly kind: JobKind<any, any>
-  readonly make: Effect.Effect<(job: JobRun<any, any>) => Effect.Effect<void, unknown>, never, R>
-  readonly gaveUp?: Effect.Effect<(job: JobGaveUp<any>) => Effect.Effect<void, unknown>, never, R> | undefined
+  readonly kind: JobRules
+  readonly make: Effect.Effect<BoundHandler, never, R>
 }
 
 /** A job marked failed for good: its attempts are spent, or its runners kept dying. */
@@ -80,6 +95,34 @@ export interface JobGaveUp<P> {
   readonly companyId: number
   readonly payload: P
   readonly error: string
+}
+
+/** Claimed more often than its kind allows: each earlier claim ended with its runner stopping. */
+export class JobAttemptsSpent extends Data.TaggedError("JobAttemptsSpent")<{ readonly attempts: number }> {
+  override get message() {
+    return `gave up after ${this.attempts} attempts whose runners stopped`
+  }
+}
+
+const bind = <P, Pr>(
+  kind: JobKind<P, Pr>,
+  handle: (job: JobRun<P, Pr>) => Effect.Effect<void, unknown>,
+  gaveUp: ((job: JobGaveUp<P>) => Effect.Effect<void, unknown>) | undefined
+): BoundHandler => {
+  const decodePayload = Schema.decodeUnknownEffect(kind.payload)
+  const decodeProgress = Schema.decodeUnknownEffect(kind.progress)
+  const encodeProgress = Schema.encodeEffect(kind.progress)
+  return {
+    run: (row, controls) =>
+      Effect.gen(function*() {
+        const payload = yield* decodePayload(row.payload)
+        const progress = row.progress === null ? Option.none() : Option.some(yield* decodeProgress(row.progress))
+        const advance = (next: Pr) => Effect.flatMap(Effect.orDie(encodeProgress(next)), controls.advanceEncoded)
+        yield* handle({ id: row.id, companyId: row.company_id, payload, progress, attempt: row.attempts, advance, renew: controls.renew, complete: controls.complete })
+      }),
+    gaveUp: gaveUp === undefined ? undefined : (row, error) =>
+      Effect.flatMap(decodePayload(row.payload), (payload) => gaveUp({ id: row.id, companyId: row.company_id, payload, error }))
+  }
 }
 
 /**
@@ -91,7 +134,14 @@ export const jobHandler = <P, Pr, R>(
   kind: JobKind<P, Pr>,
   make: Effect.Effect<(job: JobRun<P, Pr>) => Effect.Effect<void, unknown>, never, R>,
   gaveUp?: Effect.Effect<(job: JobGaveUp<P>) => Effect.Effect<void, unknown>, never, R>
-): JobHandler<R> => ({ kind, make, gaveUp })
+): JobHandler<R> => ({
+  kind,
+  make: Effect.gen(function*() {
+    const handle = yield* make
+    const settle = gaveUp === undefined ? undefined : yield* gaveUp
+    return bind(kind, handle, settle)
+  })
+})
 
 /** How often a runner looks for jobs to adopt (handed back at shutdown, or whose runner died). */
 export const adoptEvery = Duration.seconds(30)
@@ -217,14 +267,11 @@ export class Jobs extends Context.Service<Jobs, {
       const sql = yield* SqlClient.SqlClient
       const fibers = yield* FiberSet.make<void, never>()
       const wakeups = yield* jobs.wakeups
-      const kinds = yield* Effect.forEach(handlers, (h) =>
-        Effect.all({ handle: h.make, gaveUp: h.gaveUp ?? Effect.succeed(undefined) }).pipe(
-          Effect.map(({ gaveUp, handle }) => ({ kind: h.kind, handle, gaveUp, running: 0 }))
-        ))
+      const kinds = yield* Effect.forEach(handlers, (h) => Effect.map(h.make, (bound) => ({ kind: h.kind, bound, running: 0 })))
       if (kinds.length === 0) return
       const names = kinds.map((k) => k.kind.name)
 
-      const claim = Effect.fnUntraced(function*(kind: JobKind<any, any>, owner: string) {
+      const claim = Effect.fnUntraced(function*(kind: JobRules, owner: string) {
         const now = yield* nowDate
         const rows = yield* sql<ClaimedRow>`
           UPDATE jobs SET status = 'running', lease_owner = ${owner}, lease_until = ${after(now, kind.lease)},
@@ -246,9 +293,8 @@ export class Jobs extends Context.Service<Jobs, {
         const held = (rows: ReadonlyArray<unknown>) => rows.length > 0 ? Effect.void : Effect.fail(new JobLeaseLost({ id: row.id }))
         const renewal = Effect.map(nowDate, (now) => sql`lease_until = ${after(now, kind.lease)}`)
 
-        const advance = (progress: unknown) =>
+        const advanceEncoded = (encoded: unknown) =>
           Effect.gen(function*() {
-            const encoded = yield* Schema.encodeUnknownEffect(kind.progress)(progress).pipe(Effect.orDie)
             const rows = yield* sql`
               UPDATE jobs SET progress = ${json(encoded)}::jsonb, ${yield* renewal}, updated_at = now()
               WHERE ${mine} RETURNING id`.pipe(Effect.orDie)
@@ -275,10 +321,8 @@ export class Jobs extends Context.Service<Jobs, {
                 lease_owner = NULL, lease_until = NULL, run_after = ${after(now, kind.retryDelay(row.attempts))},
                 finished_at = ${giveUp ? sql`now()` : sql`NULL`}, updated_at = now()
               WHERE ${mine} RETURNING id`
-            if (!giveUp || marked.length === 0 || entry.gaveUp === undefined) return
-            const settle = entry.gaveUp
-            yield* Schema.decodeUnknownEffect(kind.payload)(row.payload).pipe(
-              Effect.flatMap((payload) => settle({ id: row.id, companyId: row.company_id, payload, error })),
+            if (!giveUp || marked.length === 0 || entry.bound.gaveUp === undefined) return
+            yield* entry.bound.gaveUp(row, error).pipe(
               // A savepoint: the job stays failed whatever the area's bookkeeping does.
               sql.withTransaction,
               Effect.catchCause((cause) => Effect.logError("job given up; its area could not record it", cause))
@@ -292,14 +336,8 @@ export class Jobs extends Context.Service<Jobs, {
           WHERE ${mine}`.pipe(Effect.ignore)
 
         const run = Effect.gen(function*() {
-          if (row.attempts > kind.maxAttempts) {
-            return yield* Effect.fail(`gave up after ${kind.maxAttempts} attempts whose runners stopped`)
-          }
-          const payload = yield* Schema.decodeUnknownEffect(kind.payload)(row.payload)
-          const progress = row.progress === null
-            ? Option.none()
-            : Option.some(yield* Schema.decodeUnknownEffect(kind.progress)(row.progress))
-          yield* entry.handle({ id: row.id, companyId: row.company_id, payload, progress, attempt: row.attempts, advance, renew, complete })
+          if (row.attempts > kind.maxAttempts) return yield* new JobAttemptsSpent({ attempts: kind.maxAttempts })
+          yield* entry.bound.run(row, { advanceEncoded, renew, complete })
           yield* complete(null).pipe(Effect.ignore)
         })
 
