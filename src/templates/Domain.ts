@@ -152,12 +152,12 @@ export const Submitted = Schema.Struct({
   results: Schema.Array(ModerationResult)
 })
 
-export const Synced = Schema.Struct({
+export const SyncStarted = Schema.Struct({
   message: Schema.String,
-  checked: Schema.Int,
-  changed: Schema.Int,
-  results: Schema.Array(ModerationResult)
+  /** A sync was already queued for the company: no other was, and that one is due at once. */
+  already_queued: Schema.Boolean
 })
+export type SyncStarted = typeof SyncStarted.Type
 
 // ---------------------------------------------------------------- requests
 

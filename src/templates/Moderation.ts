@@ -1,13 +1,18 @@
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { type CompanyId, CurrentActor, requirePermission } from "../auth/Domain.ts"
-import { type ChannelContext, type ModerationStatus, Providers } from "../providers/Provider.ts"
+import { type ChannelContext, type ModerationStatus, type ProviderError, Providers, type TemplatePage } from "../providers/Provider.ts"
+import { Jobs } from "../platform/Jobs.ts"
 import { type Forbidden, invalidField, type NotFound, notFound, ruleViolation, type Unprocessable } from "../platform/Errors.ts"
-import type { MetaStatus, ModerationResult, SandboxTemplateStatus, Template } from "./Domain.ts"
+import type { MetaStatus, ModerationResult, SandboxTemplateStatus, SyncStarted, Template } from "./Domain.ts"
+import { TemplateSyncJob } from "./Kinds.ts"
 import { makeTemplateKit } from "./Kit.ts"
 import { providerTemplate } from "./Render.ts"
 import { type GroupRow, type InstanceRow, TemplatesRepo } from "./Repo.ts"
 
 type Denied = Forbidden | NotFound
+
+/** Templates asked of a provider per page of its list. */
+export const syncPageSize = 100
 
 /** The template event type a provider verdict writes. */
 const verdictEvent: Record<ModerationStatus, string> = {
@@ -47,7 +52,12 @@ export class Moderation extends Context.Service<Moderation, {
   submitInstances(companyId: CompanyId, group: GroupRow, rows: ReadonlyArray<InstanceRow>, actorUserId: number | null): Effect.Effect<ReadonlyArray<ModerationResult>>
   /** Removes instances from their provider, best effort: a provider that refuses is left as it is. */
   withdraw(companyId: CompanyId, slug: string, rows: ReadonlyArray<InstanceRow>): Effect.Effect<void>
-  readonly sync: Effect.Effect<{ readonly message: string; readonly checked: number; readonly changed: number; readonly results: ReadonlyArray<ModerationResult> }, Forbidden, CurrentActor>
+  /** Queues the company's sync (`Job.ts`), unless one is queued already; it does not wait for it. */
+  readonly sync: Effect.Effect<SyncStarted, Forbidden, CurrentActor>
+  /** The channels with submitted instances: what a sync reads. */
+  syncChannels(companyId: CompanyId): Effect.Effect<ReadonlyArray<number>>
+  /** Reads one channel's template list and applies the verdicts that change something. */
+  syncChannel(companyId: CompanyId, channelId: number): Effect.Effect<{ readonly checked: number; readonly changed: number }, ProviderError>
   sandboxStatus(channelId: number, input: SandboxTemplateStatus): Effect.Effect<Template, Denied | Unprocessable, CurrentActor>
   /** A provider's notification about an instance on one of its channels (no actor). */
   providerVerdict(channel: ChannelContext, verdict: Verdict): Effect.Effect<void>
@@ -60,6 +70,7 @@ export class Moderation extends Context.Service<Moderation, {
       const kit = yield* makeTemplateKit
       const { repo, instanceContext, record, transaction } = kit
       const providers = yield* Providers
+      const jobs = yield* Jobs
 
       const submitInstances = Effect.fnUntraced(function*(companyId: CompanyId, group: GroupRow, rows: ReadonlyArray<InstanceRow>, actorUserId: number | null) {
         const results: Array<ModerationResult> = []
@@ -118,47 +129,39 @@ export class Moderation extends Context.Service<Moderation, {
         return changed
       })
 
-      /** One channel's instances against the provider's verdicts. */
-      const syncChannel = Effect.fnUntraced(function*(companyId: CompanyId, slugs: ReadonlyMap<number, string>, rows: ReadonlyArray<InstanceRow>) {
-        const channel = instanceContext(companyId, rows[0])!
-        const refs = rows.map((r) => ({
-          externalId: r.external_id!,
-          name: slugs.get(r.group_id)!,
-          language: r.language,
-          status: r.meta_status === "local" ? "pending" as const : r.meta_status
-        }))
-        const answer = yield* Effect.exit(providers.forChannel(channel).templateStatuses(channel, refs))
-        if (Exit.isFailure(answer)) return { changed: 0, results: rows.map((row) => resultOf(row, failureOf(answer))) }
-        const results: Array<ModerationResult> = []
+      /**
+       * One channel's submitted instances against its account's template list, read a page at a time.
+       * A template the provider no longer lists is left as it is.
+       */
+      const syncChannel = Effect.fnUntraced(function*(companyId: CompanyId, channelId: number) {
+        const rows = yield* repo.submitted(companyId, channelId)
+        const channel = rows.length === 0 ? null : instanceContext(companyId, rows[0])
+        if (channel === null) return { checked: 0, changed: 0 }
+        const byExternal = new Map(rows.map((r) => [r.external_id!, r]))
+        const adapter = providers.forChannel(channel)
         let changed = 0
-        for (const row of rows) {
-          const verdict = answer.value.find((v) => v.externalId === row.external_id)
-          // A template edited since its submission stays local until it is submitted again.
-          if (verdict === undefined || row.meta_status === "local") {
-            results.push(resultOf(row))
-            continue
+        let after: string | null = null
+        do {
+          const page: TemplatePage = yield* adapter.templatePage(channel, { limit: syncPageSize, after })
+          for (const listed of page.templates) {
+            const row = byExternal.get(listed.externalId)
+            // A template edited since its submission stays local until it is submitted again.
+            if (row === undefined || row.meta_status === "local") continue
+            if (yield* applyVerdict(companyId, row, listed.status, listed.reason)) changed++
           }
-          if (yield* applyVerdict(companyId, row, verdict.status, verdict.reason)) changed++
-          results.push({ ...resultOf(row), meta_status: verdict.status, meta_status_reason: verdict.reason })
-        }
-        return { changed, results }
+          // A cursor that does not move would page forever.
+          after = page.after === after ? null : page.after
+        } while (after !== null)
+        return { checked: rows.length, changed }
       })
+
+      const syncChannels = (companyId: CompanyId) =>
+        Effect.map(repo.submitted(companyId), (rows) => [...new Set(rows.map((r) => r.channel_id!))])
 
       const sync = Effect.gen(function*() {
         const company = yield* requirePermission("template.update")
-        const rows = yield* repo.submitted(company.id)
-        const groups = yield* repo.groups(company.id, [...new Set(rows.map((r) => r.group_id))])
-        const slugs = new Map(groups.map((g) => [g.id, g.slug]))
-        const byChannel = new Map<number, Array<InstanceRow>>()
-        for (const row of rows) byChannel.set(row.channel_id!, [...(byChannel.get(row.channel_id!) ?? []), row])
-        const results: Array<ModerationResult> = []
-        let changed = 0
-        for (const channelRows of byChannel.values()) {
-          const outcome = yield* syncChannel(company.id, slugs, channelRows)
-          changed += outcome.changed
-          results.push(...outcome.results)
-        }
-        return { message: "Templates synchronized.", checked: rows.length, changed, results }
+        const { queued } = yield* jobs.enqueueOnce(TemplateSyncJob, company.id, {})
+        return { message: "Template sync started.", already_queued: !queued }
       }).pipe(Effect.withSpan("Moderation.sync"))
 
       /** Removes instances from their provider, best effort: a provider that refuses is left as it is. */
@@ -197,7 +200,7 @@ export class Moderation extends Context.Service<Moderation, {
         yield* applyVerdict(companyId, row.value, verdict.status, verdict.reason)
       })
 
-      return Moderation.of({ submit, submitInstances, withdraw, sync, sandboxStatus, providerVerdict, applyVerdict })
+      return Moderation.of({ submit, submitInstances, withdraw, sync, syncChannels, syncChannel, sandboxStatus, providerVerdict, applyVerdict })
     })
   )
 

@@ -10,14 +10,15 @@ import { FakeHttp, type FakeAnswer, type FakeRequest } from "./FakeHttp.ts"
  * window; an interactive `call_permission_request` must carry its action and a body text.
  * Message templates live on the business account: `POST|DELETE /{waba-id}/message_templates`
  * (create with `parameter_format: NAMED`, every body and header variable with a named example;
- * delete by `name` and `hsm_id`), `GET /{template-id}` (status, rejected_reason) and
- * `POST /{template-id}` (edit: back to PENDING). `decide` plays Meta's reviewer and returns the
+ * delete by `name` and `hsm_id`), `GET /{waba-id}/message_templates` (the account's list, `limit`
+ * per page, cursor paging: `paging.cursors.{before,after}`, and `paging.next` only when a page follows),
+ * `GET /{template-id}` (status, rejected_reason) and `POST /{template-id}` (edit: back to PENDING). `decide` plays Meta's reviewer and returns the
  * `message_template_status_update` notification it would post.
  */
 export class WhatsAppFake {
   /**
    * Its server; route keys for `inject` and `calls`: `POST messages`, `POST media`, `media-info`, `download`,
-   * `POST block_users`, `DELETE block_users`, `POST message_templates`, `DELETE message_templates`, `GET template`, `POST template`.
+   * `POST block_users`, `DELETE block_users`, `POST message_templates`, `GET message_templates`, `DELETE message_templates`, `GET template`, `POST template`.
    */
   readonly http: FakeHttp
   readonly tokens = new Set<string>()
@@ -29,6 +30,8 @@ export class WhatsAppFake {
   readonly callPermissionRequests = new Map<string, { readonly to: string; readonly body: string }>()
   /** Message templates by id, as Meta keeps them. */
   readonly templates = new Map<string, FakeTemplate>()
+  /** The most templates one page of the list holds, whatever `limit` asks (Meta caps it too). */
+  pageLimit = 100
   private nextId = 1
 
   constructor() {
@@ -80,6 +83,7 @@ export class WhatsAppFake {
       return { status: 200, body: { success: true } }
     }
     const waba = parts[0]
+    if (r.method === "GET") return this.templateList(waba, r.query)
     if (r.method === "DELETE") {
       const found = [...this.templates.values()].filter((t) =>
         t.waba === waba && t.name === r.query.name && (r.query.hsm_id === undefined || t.id === r.query.hsm_id)
@@ -110,6 +114,24 @@ export class WhatsAppFake {
       rejected_reason: "NONE"
     })
     return { status: 200, body: { id, status: "PENDING", category: b.category } }
+  }
+
+  /** The account's templates by id, a page from the `after` cursor (an opaque base64 of the last id read). */
+  private templateList(waba: string, query: Record<string, string>): FakeAnswer {
+    const limit = Math.min(Number(query.limit ?? 25) || 25, this.pageLimit)
+    const from = query.after === undefined ? null : Buffer.from(query.after, "base64").toString("utf8")
+    const all = [...this.templates.values()].filter((t) => t.waba === waba).sort((a, b) => Number(a.id) - Number(b.id))
+    const rest = from === null ? all : all.filter((t) => Number(t.id) > Number(from))
+    const page = rest.slice(0, limit)
+    const fields = (query.fields ?? "id").split(",")
+    const data = page.map((t) => Object.fromEntries(fields.filter((f) => f in t).map((f) => [f, t[f as keyof FakeTemplate]])))
+    if (page.length === 0) return { status: 200, body: { data } }
+    const cursor = (t: FakeTemplate) => Buffer.from(t.id, "utf8").toString("base64")
+    const after = cursor(page[page.length - 1])
+    const next = rest.length > limit
+      ? `${this.http.url}/${waba}/message_templates?${new URLSearchParams({ ...query, after }).toString()}`
+      : undefined
+    return { status: 200, body: { data, paging: { cursors: { before: cursor(page[0]), after }, ...(next === undefined ? {} : { next }) } } }
   }
 
   /** A BODY component is required; with NAMED parameters every `{{name}}` needs its named example. */
