@@ -65,7 +65,7 @@ export interface TemplateRef {
   readonly externalId: string
   readonly name: string
   readonly language: string
-  /** What we hold now; a provider without a store of its own (sandbox) decides from it. */
+  /** What we hold now. */
   readonly status: ModerationStatus
 }
 

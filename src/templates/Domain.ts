@@ -134,7 +134,7 @@ export const TemplateEvent = Schema.Struct({
 })
 export type TemplateEvent = typeof TemplateEvent.Type
 
-/** One instance's outcome of a submit or a sync. */
+/** One instance's outcome of a submit. */
 export const ModerationResult = Schema.Struct({
   template_id: Schema.Int,
   channel_id: Schema.NullOr(Schema.Int),

@@ -27,7 +27,7 @@ const failureOf = (exit: Exit.Failure<unknown, { readonly message: string }>) =>
   Option.match(Exit.findErrorOption(exit), { onNone: () => "The provider call failed.", onSome: (e) => e.message })
 
 /** An instance's outcome as it stands, with the provider's refusal when there is one. */
-export const resultOf = (row: InstanceRow, error: string | null = null): ModerationResult => ({
+const resultOf = (row: InstanceRow, error: string | null = null): ModerationResult => ({
   template_id: row.id,
   channel_id: row.channel_id,
   language: row.language,
