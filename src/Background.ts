@@ -24,6 +24,8 @@ import { Media } from "./media/Media.ts"
 import { Contacts } from "./contacts/Contacts.ts"
 import { Deals } from "./deals/Deals.ts"
 import { OutboundHttp } from "./platform/OutboundHttp.ts"
+import { TemplateSyncHandler } from "./templates/Job.ts"
+import { Moderation } from "./templates/Moderation.ts"
 import { TemplateSending } from "./templates/Sending.ts"
 import { CallOutcomesLayer } from "./telephony/Outcomes.ts"
 
@@ -38,8 +40,9 @@ const JobRunner = Jobs.runner<
   | Effect.Services<typeof RunHandler.make>
   | Effect.Services<typeof RunJobHandler.make>
   | Effect.Services<typeof StartJobHandler.make>
->([StickerImportHandler, ExportHandler, ExportExpiryHandler, RunHandler, RunJobHandler, StartJobHandler]).pipe(
-  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer, Broadcasts.layer]),
+  | Effect.Services<typeof TemplateSyncHandler.make>
+>([StickerImportHandler, ExportHandler, ExportExpiryHandler, RunHandler, RunJobHandler, StartJobHandler, TemplateSyncHandler]).pipe(
+  Layer.provide([Stickers.layer, StickersRepo.layer, ExportsRepo.layer, Broadcasts.layer, Moderation.layer]),
   Layer.provide(Executor),
   Layer.provide(AutomationServices)
 )

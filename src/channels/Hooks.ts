@@ -17,7 +17,7 @@ import { type ChannelContext, type InboundMessage } from "../providers/Provider.
 import { channelRules } from "../providers/Domain.ts"
 import { normalizeUpdate, TelegramUpdate } from "../providers/Telegram.ts"
 import { normalizeWebhook, validSignature, WhatsAppWebhook } from "../providers/WhatsAppCloud.ts"
-import { Templates } from "../templates/Templates.ts"
+import { Moderation } from "../templates/Moderation.ts"
 
 /** A verified request whose body is not JSON at all (400). */
 export class MalformedBody extends Data.TaggedError("MalformedBody")<{ readonly message: string }> {}
@@ -53,7 +53,7 @@ export class Hooks extends Context.Service<Hooks, {
       const channels = yield* Channels
       const inbound = yield* Inbound
       const eligibility = yield* ContactEligibility
-      const templates = yield* Templates
+      const moderation = yield* Moderation
 
       const hookChannel = (channelId: number, provider: "telegram" | "whatsapp_cloud") =>
         Effect.flatMap(channels.forHook(channelId, provider), (found) =>
@@ -93,7 +93,7 @@ export class Hooks extends Context.Service<Hooks, {
         for (const message of messages) yield* inbound.receive(channel, message)
         for (const status of statuses) yield* inbound.status(channel, status)
         for (const reply of callPermissionReplies) yield* eligibility.recordReply(channel, reply)
-        for (const verdict of templateVerdicts) yield* templates.providerVerdict(channel, verdict)
+        for (const verdict of templateVerdicts) yield* moderation.providerVerdict(channel, verdict)
       })
 
       const sandboxChannel = Effect.fnUntraced(function*(channelId: number) {

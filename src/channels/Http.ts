@@ -7,13 +7,13 @@ import { clientIp } from "../platform/HttpKernel.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { Channels } from "./Channels.ts"
 import { Hooks, MalformedBody } from "./Hooks.ts"
-import { Templates } from "../templates/Templates.ts"
+import { Moderation } from "../templates/Moderation.ts"
 import { data } from "../platform/Envelope.ts"
 import { ContactEligibility } from "../contacts/Eligibility.ts"
 import { Inbound } from "../messages/Inbound.ts"
 
 /** Hooks with what they hand inbound traffic to: message ingestion, call-permission answers and template verdicts. */
-const HooksLayer = Hooks.layer.pipe(Layer.provide([Inbound.layer, ContactEligibility.layer, Templates.layer]))
+const HooksLayer = Hooks.layer.pipe(Layer.provide([Inbound.layer, ContactEligibility.layer, Moderation.layer]))
 
 const deleted = { data: { message: "Channel deleted." } }
 const statusRecorded = { data: { message: "Status recorded." } }

@@ -172,6 +172,12 @@ export class Jobs extends Context.Service<Jobs, {
     readonly wake?: boolean
   }): Effect.Effect<number>
   /**
+   * `enqueue` of a job that stands for "do it now" (a refresh): while a job of `kind` for the company is
+   * still queued (not yet claimed, or waiting for its retry) no other is recorded; that one is due at once
+   * instead. Its `queued` is false then.
+   */
+  enqueueOnce<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P): Effect.Effect<{ readonly id: number; readonly queued: boolean }>
+  /**
    * Moves a queued job's start to `runAfter`; false when it is no longer queued (a runner claimed it, or
    * it ended). Work done in process with a queued job as its fallback holds the job off this way.
    */
@@ -218,6 +224,22 @@ export class Jobs extends Context.Service<Jobs, {
         return Number(rows[0].id)
       }, Effect.orDie)
 
+      const enqueueOnce = Effect.fn("Jobs.enqueueOnce")(function*<P, Pr>(kind: JobKind<P, Pr>, companyId: number, payload: P) {
+        // Two requests at once would both find nothing queued: the lock orders them.
+        yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`jobs:${kind.name}`}), ${companyId}::int)`
+        const now = yield* nowDate
+        const waiting = yield* sql<{ id: number }>`
+          UPDATE jobs SET run_after = LEAST(run_after, ${now}), updated_at = now()
+          WHERE id = (SELECT id FROM jobs WHERE company_id = ${companyId} AND kind = ${kind.name} AND status = 'queued' ORDER BY id LIMIT 1)
+            AND status = 'queued'
+          RETURNING id`
+        if (waiting.length > 0) {
+          yield* sql.afterCommit(wake)
+          return { id: Number(waiting[0].id), queued: false }
+        }
+        return { id: yield* enqueue(kind, companyId, payload), queued: true }
+      }, sql.withTransaction, Effect.orDie)
+
       const postpone = (companyId: number, id: number, runAfter: DateTime.DateTime) =>
         sql<{ id: number }>`
           UPDATE jobs SET run_after = ${DateTime.toDateUtc(runAfter)}, updated_at = now()
@@ -251,7 +273,7 @@ export class Jobs extends Context.Service<Jobs, {
 
       const dismiss = (companyId: number, id: number) => dismissing(companyId, [id]).pipe(Effect.asVoid, Effect.orDie)
 
-      return Jobs.of({ enqueue, enqueueing, postpone, dismiss, dismissing, wake, wakeups: PubSub.subscribe(bus) })
+      return Jobs.of({ enqueue, enqueueOnce, enqueueing, postpone, dismiss, dismissing, wake, wakeups: PubSub.subscribe(bus) })
     })
   )
 

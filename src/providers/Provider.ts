@@ -65,8 +65,23 @@ export interface TemplateRef {
   readonly externalId: string
   readonly name: string
   readonly language: string
-  /** What we hold now; a provider without a store of its own (sandbox) decides from it. */
+  /** What we hold now. */
   readonly status: ModerationStatus
+}
+
+/** One template of a business account, as its provider lists it. */
+export interface ListedTemplate {
+  readonly externalId: string
+  readonly name: string
+  readonly language: string
+  readonly status: ModerationStatus
+  readonly reason: string | null
+}
+
+/** A page of an account's templates; `after` is the cursor of the next page, null on the last. */
+export interface TemplatePage {
+  readonly templates: ReadonlyArray<ListedTemplate>
+  readonly after: string | null
 }
 
 export interface TemplateVerdict {
@@ -117,8 +132,11 @@ export interface ProviderAdapter {
   requestCallPermission(channel: ChannelContext, recipient: string, body: string): Effect.Effect<{ readonly externalMessageId: string }, ProviderError>
   /** Sends a template instance to the provider's review; a resubmission of a known one passes its `externalId`. */
   submitTemplate(channel: ChannelContext, template: ProviderTemplate, externalId: string | null): Effect.Effect<TemplateVerdict, ProviderError>
-  /** The provider's current verdicts on these instances (sync); unknown ones are left out. */
-  templateStatuses(channel: ChannelContext, refs: ReadonlyArray<TemplateRef>): Effect.Effect<ReadonlyArray<TemplateVerdict>, ProviderError>
+  /**
+   * One page of the templates of the channel's business account with the provider's current verdicts
+   * (sync): at most `limit`, from the cursor `after` (null: the first page).
+   */
+  templatePage(channel: ChannelContext, page: { readonly limit: number; readonly after: string | null }): Effect.Effect<TemplatePage, ProviderError>
   /** Removes the instance from the provider (a later sync cannot bring it back). */
   deleteTemplate(channel: ChannelContext, ref: TemplateRef): Effect.Effect<void, ProviderError>
 }

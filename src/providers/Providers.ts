@@ -23,7 +23,7 @@ const whenConnected = (adapter: RawAdapter): RawAdapter => {
     download: guard(adapter.download),
     requestCallPermission: guard(adapter.requestCallPermission),
     submitTemplate: guard(adapter.submitTemplate),
-    templateStatuses: guard(adapter.templateStatuses),
+    templatePage: guard(adapter.templatePage),
     deleteTemplate: guard(adapter.deleteTemplate)
   }
 }

@@ -1,7 +1,7 @@
 import { Context, DateTime, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { randomToken } from "../platform/Crypto.ts"
-import { type ChannelContext, ProviderError, type ProviderAdapter } from "./Provider.ts"
+import { type ChannelContext, type ModerationStatus, ProviderError, type ProviderAdapter, type TemplatePage } from "./Provider.ts"
 import { channelRules } from "./Domain.ts"
 
 export interface SandboxCall {
@@ -17,7 +17,7 @@ export interface SandboxCall {
     | "download"
     | "call_permission_request"
     | "submit_template"
-    | "template_statuses"
+    | "template_page"
     | "delete_template"
   readonly args: Record<string, unknown>
   /** `ok`, or the `ProviderError` code the call failed with. */
@@ -103,6 +103,36 @@ export const makeSandbox = Effect.gen(function*() {
     const now = yield* DateTime.now
     if (at === null || DateTime.toEpochMillis(now) - at.getTime() > hours * 3600_000) return yield* windowClosed()
   })
+
+  /**
+   * The simulated account's templates are the instances submitted on the channel, read where the rest of
+   * the sandbox's state lives. Its reviewer passes pending ones unless the channel asks for manual review
+   * (then `POST /v1/channels/{id}/sandbox/template-status` decides, and the account shows what we hold).
+   */
+  const accountTemplates = (channel: ChannelContext, limit: number, after: string | null) =>
+    sql<{ readonly external_id: string; readonly slug: string; readonly language: string; readonly meta_status: string; readonly meta_status_reason: string | null }>`
+      SELECT t.external_id, g.slug, t.language, t.meta_status, t.meta_status_reason
+      FROM templates t JOIN template_groups g ON g.company_id = t.company_id AND g.id = t.group_id
+      WHERE t.company_id = ${channel.companyId} AND t.channel_id = ${channel.id} AND t.external_id IS NOT NULL
+        ${after === null ? sql`` : sql`AND t.external_id > ${after}`}
+      ORDER BY t.external_id
+      LIMIT ${limit + 1}`.pipe(
+      Effect.map((rows): TemplatePage => {
+        const manual = channel.settings.template_review === "manual"
+        const templates = rows.slice(0, limit).map((r) => {
+          const held = r.meta_status === "local" ? "pending" : r.meta_status as ModerationStatus
+          return {
+            externalId: r.external_id,
+            name: r.slug,
+            language: r.language,
+            status: held === "pending" && !manual ? "approved" as const : held,
+            reason: held === "pending" ? null : r.meta_status_reason
+          }
+        })
+        return { templates, after: rows.length > limit ? templates[templates.length - 1].externalId : null }
+      }),
+      Effect.orDie
+    )
 
   const call = <A>(
     channel: ChannelContext,
@@ -205,20 +235,10 @@ export const makeSandbox = Effect.gen(function*() {
         { name: template.name, language: template.language, externalId },
         templatesOnly(channel, () => ({ externalId: externalId ?? `sbx_tpl_${randomToken(16)}`, status: "pending" as const, reason: null }))
       ),
-    // The sandbox keeps no templates of its own: it reviews what we hold. Pending ones pass unless
-    // the channel asks for manual review (then `POST /v1/channels/{id}/sandbox/template-status` decides).
-    templateStatuses: (channel, refs) =>
-      call(
-        channel,
-        "template_statuses",
-        { count: refs.length },
-        templatesOnly(channel, () =>
-          refs.map((ref) => ({
-            externalId: ref.externalId,
-            status: ref.status === "pending" && channel.settings.template_review !== "manual" ? "approved" as const : ref.status,
-            reason: null
-          })))
-      ),
+    templatePage: (channel, page) =>
+      call(channel, "template_page", { limit: page.limit, after: page.after }, templatesOnly(channel, () => undefined).pipe(
+        Effect.andThen(accountTemplates(channel, page.limit, page.after))
+      )),
     deleteTemplate: (channel, ref) =>
       call(channel, "delete_template", { externalId: ref.externalId, name: ref.name }, templatesOnly(channel, () => undefined))
   }

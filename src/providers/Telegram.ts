@@ -387,7 +387,7 @@ export class TelegramApi extends Context.Service<TelegramApi, {
         download,
         requestCallPermission: () => Effect.fail(notSupported("Telegram bots cannot place calls.")),
         submitTemplate: () => Effect.fail(noTemplates()),
-        templateStatuses: () => Effect.fail(noTemplates()),
+        templatePage: () => Effect.fail(noTemplates()),
         deleteTemplate: () => Effect.fail(noTemplates())
       }
       return TelegramApi.of({ adapter, registerWebhook, getStickerSet })

@@ -366,13 +366,21 @@ export const phoneNumberIdPattern = /^\d{1,30}$/
 const namedParameter = (v: { readonly name: string; readonly value: string }) => ({ type: "text", parameter_name: v.name, text: v.value })
 
 const WaTemplateCreated = Schema.Struct({ id: Schema.String, status: Schema.optional(Schema.String) })
-const WaTemplateInfo = Schema.Struct({
-  id: Schema.String,
-  status: Schema.String,
-  rejected_reason: Schema.optional(Schema.String)
+const WaTemplateList = Schema.Struct({
+  data: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    language: Schema.String,
+    status: Schema.String,
+    rejected_reason: Schema.optional(Schema.String)
+  })),
+  paging: Schema.optional(Schema.Struct({
+    cursors: Schema.optional(Schema.Struct({ before: Schema.optional(Schema.String), after: Schema.optional(Schema.String) })),
+    next: Schema.optional(Schema.String)
+  }))
 })
 const decodeTemplateCreated = decodeAs(WaTemplateCreated)
-const decodeTemplateInfo = decodeAs(WaTemplateInfo)
+const decodeTemplateList = decodeAs(WaTemplateList)
 
 /** Meta's template statuses onto ours; appeals stay pending, anything retired counts as disabled. */
 export const moderationStatus = (status: string): ModerationStatus => {
@@ -619,31 +627,20 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         return { externalId: created.value.id, status: moderationStatus(created.value.status ?? "PENDING"), reason: null }
       })
 
-      const templateStatuses = Effect.fnUntraced(function*(channel: ChannelContext, refs: ReadonlyArray<TemplateRef>) {
+      // Meta pages an account's templates with cursors: `paging.next` is present only when another page follows.
+      const templatePage = Effect.fnUntraced(function*(channel: ChannelContext, page: { readonly limit: number; readonly after: string | null }) {
         const business = yield* businessOf(channel)
-        const verdicts: Array<TemplateVerdict> = []
-        for (const ref of refs) {
-          const answer = yield* http.execute(
-            HttpClientRequest.bearerToken(
-              HttpClientRequest.get(`${base}/${encodeURIComponent(ref.externalId)}`).pipe(
-                HttpClientRequest.setUrlParam("fields", "id,name,language,status,rejected_reason")
-              ),
-              business.token
-            ),
-            "WhatsApp"
-          )
-          // A template Meta no longer knows is left out: the caller keeps what it holds.
-          if (answer.status === 404) continue
-          if (answer.status < 200 || answer.status >= 300) {
-            const error = failure(answer)
-            if (error._tag === "ProviderError" && error.code === "rejected") continue
-            return yield* error
-          }
-          const info = Option.getOrUndefined(Option.flatMap(parseJson(answer), decodeTemplateInfo))
-          if (info === undefined) continue
-          verdicts.push({ externalId: ref.externalId, status: moderationStatus(info.status), reason: reasonOf(info.rejected_reason) })
+        const params: Record<string, string> = { fields: "id,name,language,status,rejected_reason", limit: String(page.limit) }
+        if (page.after !== null) params.after = page.after
+        const answer = decodeTemplateList(
+          yield* call(HttpClientRequest.get(`${base}/${business.waba}/message_templates`).pipe(HttpClientRequest.setUrlParams(params)), business.token)
+        )
+        if (Option.isNone(answer)) return yield* unavailable("WhatsApp answered without a template list.")
+        const { data, paging } = answer.value
+        return {
+          templates: data.map((t) => ({ externalId: t.id, name: t.name, language: t.language, status: moderationStatus(t.status), reason: reasonOf(t.rejected_reason) })),
+          after: paging?.next !== undefined && paging.cursors?.after !== undefined ? paging.cursors.after : null
         }
-        return verdicts
       })
 
       const deleteTemplate = Effect.fnUntraced(function*(channel: ChannelContext, ref: TemplateRef) {
@@ -669,7 +666,7 @@ export class WhatsAppCloudApi extends Context.Service<WhatsAppCloudApi, {
         download: (...args) => once(download(...args)),
         requestCallPermission: (...args) => once(requestCallPermission(...args)),
         submitTemplate: (...args) => once(submitTemplate(...args)),
-        templateStatuses: (...args) => once(templateStatuses(...args)),
+        templatePage: (...args) => once(templatePage(...args)),
         deleteTemplate: (...args) => once(deleteTemplate(...args))
       }
       return WhatsAppCloudApi.of({ adapter })

@@ -16,7 +16,7 @@ import {
   SandboxTemplateStatus,
   SendTemplate,
   Submitted,
-  Synced,
+  SyncStarted,
   Template,
   TemplateEvent,
   TemplateId,
@@ -50,12 +50,14 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
       error: AuthErrors
     }).annotateMerge(doc("Channel types templates can be created for")),
     HttpApiEndpoint.post("sync", "/v1/templates/sync", {
-      success: Data(Synced),
+      success: Data(SyncStarted).pipe(HttpApiSchema.status(202)),
       error: AuthErrors
     }).annotateMerge(doc(
       "Refresh moderation statuses from the providers",
-      "Asks each channel's provider about every submitted instance. Sandbox channels approve pending instances unless their " +
-        "settings say `template_review: \"manual\"`."
+      "Queues a sync of the company's submitted instances and answers at once (202); while one is queued, another " +
+        "request queues nothing more (`already_queued: true`). The sync reads each channel's template list from its " +
+        "provider and updates `meta_status` and `last_synced_at` of the instances it lists, with their `template.meta_*` " +
+        "events. Sandbox channels approve pending instances unless their settings say `template_review: \"manual\"`."
     )),
     HttpApiEndpoint.post("create", "/v1/templates", {
       payload: CreateTemplate,

@@ -134,7 +134,7 @@ export const TemplateEvent = Schema.Struct({
 })
 export type TemplateEvent = typeof TemplateEvent.Type
 
-/** One instance's outcome of a submit or a sync. */
+/** One instance's outcome of a submit. */
 export const ModerationResult = Schema.Struct({
   template_id: Schema.Int,
   channel_id: Schema.NullOr(Schema.Int),
@@ -152,12 +152,12 @@ export const Submitted = Schema.Struct({
   results: Schema.Array(ModerationResult)
 })
 
-export const Synced = Schema.Struct({
+export const SyncStarted = Schema.Struct({
   message: Schema.String,
-  checked: Schema.Int,
-  changed: Schema.Int,
-  results: Schema.Array(ModerationResult)
+  /** A sync was already queued for the company: no other was, and that one is due at once. */
+  already_queued: Schema.Boolean
 })
+export type SyncStarted = typeof SyncStarted.Type
 
 // ---------------------------------------------------------------- requests
 

@@ -140,8 +140,8 @@ export class TemplatesRepo extends Context.Service<TemplatesRepo, {
   events(companyId: CompanyId, groupId: number): Effect.Effect<ReadonlyArray<EventRow>>
   /** The company's live msgr_a_business channels (all of them, or these ids). */
   businessChannels(companyId: CompanyId, ids?: ReadonlyArray<number>): Effect.Effect<ReadonlyArray<BusinessChannel>>
-  /** Instances the provider knows (submitted, on a live channel): what a sync asks about. */
-  submitted(companyId: CompanyId): Effect.Effect<ReadonlyArray<InstanceRow>>
+  /** Instances the provider knows (submitted, on a live channel), of one channel or all: what a sync asks about. */
+  submitted(companyId: CompanyId, channelId?: number): Effect.Effect<ReadonlyArray<InstanceRow>>
   /** The instance a provider notification names, on one channel. */
   byExternal(companyId: CompanyId, channelId: number, externalId: string): Effect.Effect<Option.Option<InstanceRow>>
 }>()("crm/templates/TemplatesRepo") {
@@ -336,9 +336,11 @@ export class TemplatesRepo extends Context.Service<TemplatesRepo, {
               ${ids === undefined ? sql`` : sql`AND ${sql.in("id", ids)}`}
             ORDER BY id`.pipe(Effect.orDie)
 
-      const submitted = (companyId: CompanyId) =>
+      const submitted = (companyId: CompanyId, channelId?: number) =>
         sql<InstanceRow>`
-          ${instanceSelect(companyId)} AND t.external_id IS NOT NULL AND c.id IS NOT NULL ORDER BY t.channel_id, t.id`.pipe(Effect.orDie)
+          ${instanceSelect(companyId)} AND t.external_id IS NOT NULL AND c.id IS NOT NULL
+            ${channelId === undefined ? sql`` : sql`AND t.channel_id = ${channelId}`}
+          ORDER BY t.channel_id, t.id`.pipe(Effect.orDie)
 
       const byExternal = (companyId: CompanyId, channelId: number, externalId: string) =>
         sql<InstanceRow>`${instanceSelect(companyId)} AND t.channel_id = ${channelId} AND t.external_id = ${externalId}`.pipe(

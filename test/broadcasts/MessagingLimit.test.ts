@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from "vitest"
 import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { unique } from "../support/Ids.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { createTemplate, sendTemplate } from "../templates/support.ts"
+import { createTemplate, sendTemplate, syncUntil } from "../templates/support.ts"
 import { audience, broadcastBody, queryOf, recipientsOf, waitFor } from "./support.ts"
 
 const wa = new WhatsAppFake()
@@ -37,7 +37,7 @@ const whatsappWithTemplate = async (token: string) => {
   const submitted = await post(token, `/v1/templates/${template.id}/submit`)
   assert.strictEqual(submitted.status, 200, JSON.stringify(submitted.body))
   wa.decide(submitted.body.data.template.external_id, "APPROVED")
-  assert.strictEqual((await post(token, "/v1/templates/sync")).status, 200)
+  await syncUntil(server, token, template.id, (t) => t.meta_status === "approved")
   return { channelId, groupId: template.template_group_id as number }
 }
 

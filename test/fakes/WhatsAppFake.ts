@@ -10,16 +10,18 @@ import { FakeHttp, type FakeAnswer, type FakeRequest } from "./FakeHttp.ts"
  * window; an interactive `call_permission_request` must carry its action and a body text.
  * Message templates live on the business account: `POST|DELETE /{waba-id}/message_templates`
  * (create with `parameter_format: NAMED`, every body and header variable with a named example;
- * delete by `name` and `hsm_id`), `GET /{template-id}` (status, rejected_reason) and
- * `POST /{template-id}` (edit: back to PENDING). `decide` plays Meta's reviewer and returns the
- * `message_template_status_update` notification it would post. Every `POST /{phone-number-id}/messages`
- * is logged in `arrivals` (when it arrived, to whom, the status answered); until `throttleUntil`
- * (epoch ms) each one is answered 130429 with HTTP 400, as Meta answers a number over its throughput.
+ * delete by `name` and `hsm_id`), `GET /{waba-id}/message_templates` (the account's list, `limit`
+ * per page, cursor paging: `paging.cursors.{before,after}`, and `paging.next` only when a page follows),
+ * `GET /{template-id}` (status, rejected_reason) and `POST /{template-id}` (edit: back to PENDING).
+ * `decide` plays Meta's reviewer and returns the `message_template_status_update` notification it would
+ * post. Every `POST /{phone-number-id}/messages` is logged in `arrivals` (when it arrived, to whom, the
+ * status answered); until `throttleUntil` (epoch ms) each one is answered 130429 with HTTP 400, as Meta
+ * answers a number over its throughput.
  */
 export class WhatsAppFake {
   /**
    * Its server; route keys for `inject` and `calls`: `POST messages`, `POST media`, `media-info`, `download`,
-   * `POST block_users`, `DELETE block_users`, `POST message_templates`, `DELETE message_templates`, `GET template`, `POST template`.
+   * `POST block_users`, `DELETE block_users`, `POST message_templates`, `GET message_templates`, `DELETE message_templates`, `GET template`, `POST template`.
    */
   readonly http: FakeHttp
   readonly tokens = new Set<string>()
@@ -35,6 +37,8 @@ export class WhatsAppFake {
   readonly arrivals: Array<{ readonly at: number; readonly to: string; readonly status: number }> = []
   /** Sends arriving before this time (epoch ms) are answered 130429, the number's throughput reached. */
   throttleUntil = 0
+  /** The most templates one page of the list holds, whatever `limit` asks (Meta caps it too). */
+  pageLimit = 100
   private nextId = 1
 
   constructor() {
@@ -86,6 +90,7 @@ export class WhatsAppFake {
       return { status: 200, body: { success: true } }
     }
     const waba = parts[0]
+    if (r.method === "GET") return this.templateList(waba, r.query)
     if (r.method === "DELETE") {
       const found = [...this.templates.values()].filter((t) =>
         t.waba === waba && t.name === r.query.name && (r.query.hsm_id === undefined || t.id === r.query.hsm_id)
@@ -116,6 +121,24 @@ export class WhatsAppFake {
       rejected_reason: "NONE"
     })
     return { status: 200, body: { id, status: "PENDING", category: b.category } }
+  }
+
+  /** The account's templates by id, a page from the `after` cursor (an opaque base64 of the last id read). */
+  private templateList(waba: string, query: Record<string, string>): FakeAnswer {
+    const limit = Math.min(Number(query.limit ?? 25) || 25, this.pageLimit)
+    const from = query.after === undefined ? null : Buffer.from(query.after, "base64").toString("utf8")
+    const all = [...this.templates.values()].filter((t) => t.waba === waba).sort((a, b) => Number(a.id) - Number(b.id))
+    const rest = from === null ? all : all.filter((t) => Number(t.id) > Number(from))
+    const page = rest.slice(0, limit)
+    const fields = (query.fields ?? "id").split(",")
+    const data = page.map((t) => Object.fromEntries(fields.filter((f) => f in t).map((f) => [f, t[f as keyof FakeTemplate]])))
+    if (page.length === 0) return { status: 200, body: { data } }
+    const cursor = (t: FakeTemplate) => Buffer.from(t.id, "utf8").toString("base64")
+    const after = cursor(page[page.length - 1])
+    const next = rest.length > limit
+      ? `${this.http.url}/${waba}/message_templates?${new URLSearchParams({ ...query, after }).toString()}`
+      : undefined
+    return { status: 200, body: { data, paging: { cursors: { before: cursor(page[0]), after }, ...(next === undefined ? {} : { next }) } } }
   }
 
   /** A BODY component is required; with NAMED parameters every `{{name}}` needs its named example. */

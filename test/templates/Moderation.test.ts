@@ -3,9 +3,9 @@ import { WhatsAppFake } from "../fakes/WhatsAppFake.ts"
 import { createChannel } from "../messages/support.ts"
 import { fileServer } from "../support/FileServer.ts"
 import { unique } from "../support/Ids.ts"
-import { payloadsOf } from "../support/Sql.ts"
+import { payloadsOf, query } from "../support/Sql.ts"
 import { createCompany, request } from "../support/TestServer.ts"
-import { createTemplate, sendTemplate } from "./support.ts"
+import { createTemplate, eventually, sendTemplate, syncThen, syncUntil } from "./support.ts"
 
 const wa = new WhatsAppFake()
 const server = fileServer(() => ({ whatsappApiBase: wa.http.url }), [wa.http])
@@ -30,6 +30,10 @@ const notify = (channel: { id: number; app_secret: string }, payload: unknown) =
   const signed = WhatsAppFake.signed(channel.app_secret, payload)
   return request(server, "POST", `/hooks/whatsapp/${channel.id}`, { raw: signed.body, headers: { "x-hub-signature-256": signed.signature } })
 }
+
+/** The template-list reads of one channel's business account. */
+const listCalls = (channel: { business_account_id: string }) =>
+  wa.http.calls("GET message_templates").filter((c) => c.path === `/${channel.business_account_id}/message_templates`)
 
 const eventsOf = async (token: string, id: number) =>
   (await call("GET", `/v1/templates/${id}/events`, token)).body.data.reverse() as Array<any>
@@ -107,11 +111,12 @@ describe("moderation on whatsapp_cloud (Graph API message_templates, NAMED param
 
     // Meta pauses it without a webhook reaching us: sync reads it back.
     wa.decide(externalId, "PAUSED")
-    const synced = await call("POST", "/v1/templates/sync", a.token)
-    assert.strictEqual(synced.status, 200)
-    assert.strictEqual(synced.body.data.changed, 1)
-    assert.strictEqual(wa.http.calls("GET template").at(-1)!.query.fields, "id,name,language,status,rejected_reason")
-    assert.strictEqual((await call("GET", `/v1/templates/${t.id}`, a.token)).body.data.meta_status, "paused")
+    await syncUntil(server, a.token, t.id, (x) => x.meta_status === "paused")
+    const listed = listCalls(channel)
+    assert.strictEqual(listed.length, 1)
+    assert.deepStrictEqual(listed[0].query, { fields: "id,name,language,status,rejected_reason", limit: "100" })
+    assert.strictEqual(listed[0].headers.authorization, `Bearer ${channel.access_token}`)
+    assert.strictEqual((await eventsOf(a.token, t.id)).filter((e) => e.type === "meta_paused").length, 1)
     const paused = await sendTemplate(server, a.token, {
       channel_id: channel.id,
       template_id: t.template_group_id,
@@ -187,14 +192,104 @@ describe("moderation on whatsapp_cloud (Graph API message_templates, NAMED param
   })
 })
 
+describe("sync as a job that pages the provider's template list", () => {
+  const getTemplate = async (token: string, id: number) => (await call("GET", `/v1/templates/${id}`, token)).body.data
+
+  const submitted = async (token: string, channelId: number) => {
+    const t = await createTemplate(server, token, [channelId])
+    const res = await call("POST", `/v1/templates/${t.id}/submit`, token)
+    assert.strictEqual(res.body.data.template.meta_status, "pending", JSON.stringify(res.body))
+    return { id: t.id as number, externalId: res.body.data.template.external_id as string }
+  }
+
+  it("reads ceil(N / page size) pages for N instances on a channel, not N; what Meta no longer lists is left as is", async () => {
+    const a = await createCompany(server)
+    const channel = await whatsappChannel(a.token)
+    const instances: Array<{ id: number; externalId: string }> = []
+    for (let i = 0; i < 6; i++) instances.push(await submitted(a.token, channel.id))
+    for (const t of instances) wa.decide(t.externalId, "APPROVED")
+    const [gone, ...listed] = instances
+    wa.templates.delete(gone.externalId)
+    const goneBefore = await getTemplate(a.token, gone.id)
+
+    wa.pageLimit = 2
+    try {
+      const { first } = await syncThen(server, a.token, async () => {
+        const all = await Promise.all(listed.map((t) => getTemplate(a.token, t.id)))
+        return all.every((t) => t.meta_status === "approved") ? all : undefined
+      })
+      assert.deepStrictEqual(first, { message: "Template sync started.", already_queued: false })
+    } finally {
+      wa.pageLimit = 100
+    }
+    const pages = listCalls(channel)
+    assert.strictEqual(pages.length, Math.ceil(listed.length / 2))
+    assert.strictEqual(pages[0].query.after, undefined)
+    assert.isString(pages[1].query.after)
+    assert.notStrictEqual(pages[2].query.after, pages[1].query.after)
+    assert.strictEqual(wa.http.calls("GET template").filter((c) => instances.some((t) => c.path === `/${t.externalId}`)).length, 0)
+    const goneAfter = await getTemplate(a.token, gone.id)
+    assert.strictEqual(goneAfter.meta_status, "pending")
+    assert.strictEqual(goneAfter.last_synced_at, goneBefore.last_synced_at)
+    assert.strictEqual((await payloadsOf(server, a.id, "template.meta_approved")).length, listed.length)
+
+    // Another company's sync reads its own account only and touches none of these.
+    const b = await createCompany(server)
+    const bChannel = await whatsappChannel(b.token)
+    const bTemplate = await submitted(b.token, bChannel.id)
+    wa.decide(bTemplate.externalId, "REJECTED", "INVALID_FORMAT")
+    const bSynced = await syncUntil(server, b.token, bTemplate.id, (x) => x.meta_status === "rejected")
+    assert.strictEqual(bSynced.meta_status_reason, "INVALID_FORMAT")
+    assert.strictEqual(listCalls(bChannel).length, 1)
+    assert.strictEqual(listCalls(channel).length, pages.length)
+    assert.strictEqual((await getTemplate(a.token, gone.id)).last_synced_at, goneBefore.last_synced_at)
+    assert.strictEqual((await call("GET", `/v1/templates/${gone.id}`, b.token)).status, 404)
+  })
+
+  it("a failing provider is retried by the job; a request while it waits queues no other and brings it forward", async () => {
+    // The sandbox fails every call while `sandbox_fail` is set; it answers the same in every server process.
+    const a = await createCompany(server)
+    const channel = await createChannel(server, a.token, "msgr_a_business")
+    const t = await createTemplate(server, a.token, [channel])
+    await call("POST", `/v1/templates/${t.id}/submit`, a.token)
+    await query(server, "UPDATE channels SET settings = settings || '{\"sandbox_fail\": true}'::jsonb WHERE company_id = $1 AND id = $2", [a.id, channel])
+    const jobsOf = () =>
+      query<{ status: string; attempts: number; error: string | null }>(
+        server,
+        "SELECT status, attempts, error FROM jobs WHERE company_id = $1 AND kind = 'template.sync' ORDER BY id",
+        [a.id]
+      )
+
+    const first = await call("POST", "/v1/templates/sync", a.token)
+    assert.deepStrictEqual([first.status, first.body.data.already_queued], [202, false])
+    const waiting = await eventually(async () => {
+      const rows = await jobsOf()
+      return rows[0]?.status === "queued" && rows[0].attempts === 1 ? rows[0] : undefined
+    })
+    assert.match(waiting.error ?? "", new RegExp(`channel ${channel}: The channel is offline`))
+    assert.strictEqual((await getTemplate(a.token, t.id)).meta_status, "pending")
+
+    await query(server, "UPDATE channels SET settings = settings - 'sandbox_fail' WHERE company_id = $1 AND id = $2", [a.id, channel])
+    const again = await call("POST", "/v1/templates/sync", a.token)
+    assert.deepStrictEqual([again.status, again.body.data.already_queued], [202, true])
+    const rows = await eventually(async () => {
+      const all = await jobsOf()
+      return all.every((r) => r.status === "finished") ? all : undefined
+    })
+    assert.deepStrictEqual(rows.map((r) => [r.status, r.attempts]), [["finished", 2]])
+    assert.strictEqual((await getTemplate(a.token, t.id)).meta_status, "approved")
+    assert.strictEqual((await eventsOf(a.token, t.id)).filter((e) => e.type === "meta_approved").length, 1)
+  })
+})
+
 describe("moderation on the sandbox", () => {
   it("manual review: sync leaves it pending, sandbox/template-status decides (rejection with reason, then approval)", async () => {
     const a = await createCompany(server)
     const channel = await createChannel(server, a.token, "msgr_a_business", { settings: { template_review: "manual" } })
     const t = await createTemplate(server, a.token, [channel])
-    await call("POST", `/v1/templates/${t.id}/submit`, a.token)
-    await call("POST", "/v1/templates/sync", a.token)
-    assert.strictEqual((await call("GET", `/v1/templates/${t.id}`, a.token)).body.data.meta_status, "pending")
+    const submitted = (await call("POST", `/v1/templates/${t.id}/submit`, a.token)).body.data.template
+    const synced = await syncUntil(server, a.token, t.id, (x) => x.last_synced_at !== submitted.last_synced_at)
+    assert.strictEqual(synced.meta_status, "pending")
 
     const rejected = await call("POST", `/v1/channels/${channel}/sandbox/template-status`, a.token, {
       template_id: t.id,

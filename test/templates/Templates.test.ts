@@ -4,7 +4,7 @@ import { createChannel } from "../messages/support.ts"
 import { unique } from "../support/Ids.ts"
 import { payloadsOf } from "../support/Sql.ts"
 import { createCompany, request, type RunningServer, startServer } from "../support/TestServer.ts"
-import { approvedTemplate, createTemplate, templateBody } from "./support.ts"
+import { approvedTemplate, createTemplate, eventually, syncUntil, templateBody } from "./support.ts"
 
 let server: RunningServer
 beforeAll(async () => {
@@ -257,12 +257,15 @@ describe("templates: changing", () => {
     assert.match(submitted.body.data.template.external_id, /^sbx_tpl_/)
     assert.deepStrictEqual(submitted.body.data.results.map((r: any) => [r.template_id, r.meta_status, r.error]), [[t.id, "pending", null]])
     const synced = await call("POST", "/v1/templates/sync", a.token)
-    assert.strictEqual(synced.status, 200)
-    assert.strictEqual(synced.body.data.changed, 1)
-    const approved = await call("GET", `/v1/templates/${t.id}`, a.token)
-    assert.strictEqual(approved.body.data.meta_status, "approved")
-    assert.isString(approved.body.data.last_synced_at)
-    assert.strictEqual((await call("POST", "/v1/templates/sync", a.token)).body.data.changed, 0)
+    assert.strictEqual(synced.status, 202, JSON.stringify(synced.body))
+    assert.strictEqual(synced.body.data.message, "Template sync started.")
+    const approved = await eventually(async () => {
+      const res = await call("GET", `/v1/templates/${t.id}`, a.token)
+      return res.body.data.meta_status === "approved" ? res.body.data : undefined
+    })
+    assert.isString(approved.last_synced_at)
+    // Another sync reads the same verdict again: it stamps the instance and writes no second event.
+    await syncUntil(server, a.token, t.id, (x) => x.last_synced_at !== approved.last_synced_at)
 
     const published = await call("POST", `/v1/templates/${t.id}/publish`, a.token)
     assert.strictEqual(published.body.data.status, "published")
@@ -325,7 +328,12 @@ describe("templates: changing", () => {
     const list = await call("GET", "/v1/templates", b.token)
     assert.strictEqual(list.body.data.items.length, 0)
     // B's sync does not touch A's instances, and A's template is intact.
-    await call("POST", "/v1/templates/sync", b.token)
-    assert.strictEqual((await call("GET", `/v1/templates/${t.instanceId}`, a.token)).body.data.meta_status, "approved")
+    const before = (await call("GET", `/v1/templates/${t.instanceId}`, a.token)).body.data
+    const bTemplate = await createTemplate(server, b.token, [bChannel])
+    await call("POST", `/v1/templates/${bTemplate.id}/submit`, b.token)
+    await syncUntil(server, b.token, bTemplate.id, (x) => x.meta_status === "approved")
+    const after = (await call("GET", `/v1/templates/${t.instanceId}`, a.token)).body.data
+    assert.strictEqual(after.meta_status, "approved")
+    assert.strictEqual(after.last_synced_at, before.last_synced_at)
   })
 })

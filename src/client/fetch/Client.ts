@@ -5581,19 +5581,10 @@ export type TemplatesChannelTypesResult =
 export interface TemplatesSyncRequest {}
 
 export type TemplatesSyncResult =
-  | Success<200, {
+  | Success<202, {
     data: {
       message: string
-      checked: number
-      changed: number
-      results: Array<{
-        template_id: number
-        channel_id: number | null
-        language: string
-        meta_status: string
-        meta_status_reason: string | null
-        error: string | null
-      }>
+      already_queued: boolean
     }
   }>
   | Failure<401, UnauthenticatedEncoded>
@@ -8645,12 +8636,12 @@ export const makeClient = (options: ClientOptions) => ({
     /**
      * Refresh moderation statuses from the providers
      *
-     * Asks each channel's provider about every submitted instance. Sandbox channels approve pending instances unless their settings say `template_review: "manual"`.
+     * Queues a sync of the company's submitted instances and answers at once (202); while one is queued, another request queues nothing more (`already_queued: true`). The sync reads each channel's template list from its provider and updates `meta_status` and `last_synced_at` of the instances it lists, with their `template.meta_*` events. Sandbox channels approve pending instances unless their settings say `template_review: "manual"`.
      *
      * `POST /v1/templates/sync`
      */
     sync: (request: TemplatesSyncRequest = {}, init?: CallOptions) =>
-      call(options, { method: "POST", path: "/v1/templates/sync", statuses: [200, 401, 403, 419, 429] }, request, init) as Promise<TemplatesSyncResult>,
+      call(options, { method: "POST", path: "/v1/templates/sync", statuses: [202, 401, 403, 419, 429] }, request, init) as Promise<TemplatesSyncResult>,
     /**
      * Get a template
      *
