@@ -143,7 +143,12 @@ const setupCompany = async (base: string) => {
   }), 201).data.template
   const submitted = expectStatus("submit", await call("POST", `/v1/templates/${template.id}/submit`), 200)
   wa.decide(submitted.data.template.external_id, "APPROVED")
-  expectStatus("sync", await call("POST", "/v1/templates/sync"), 200)
+  // Sync runs as a job: the template is sendable once its verdict is read back.
+  expectStatus("sync", await call("POST", "/v1/templates/sync"), 202)
+  for (let tries = 0; (await call("GET", `/v1/templates/${template.id}`)).body?.data?.meta_status !== "approved"; tries++) {
+    if (tries > 120) throw new Error("the template sync did not approve the template")
+    await sleep(250)
+  }
   return { companyId: created.data.company.id as number, token, channelId: channel.data.id as number, groupId: template.template_group_id as number, credentials }
 }
 
