@@ -27,6 +27,7 @@ import { ConversationsRepo, type ListPlan } from "../src/conversations/Repo.ts"
 import { runMigrations } from "../src/platform/Migrations.ts"
 import { startInProcess } from "./support/App.ts"
 import { benchDatabase, runLikeApp, runOn } from "./support/Database.ts"
+import { recordResults } from "./support/Results.ts"
 import { runBench } from "./support/Processes.ts"
 import { fmtMs, machine, summary } from "./support/Report.ts"
 
@@ -216,6 +217,15 @@ const main = async () => {
       const http = row.http === undefined ? "" : `${fmtMs(row.http.p50)}  ${fmtMs(row.http.p95)}  ${fmtMs(row.http.p99)}`
       console.log(`${row.name.padEnd(38)} ${String(row.matching).padStart(7)} ${fmtMs(row.sql.p50)} ${fmtMs(row.sql.p95)} ${fmtMs(row.sql.p99)}  ${explained}  ${http}`)
     }
+    recordResults(
+      "inbox",
+      { title: `The inbox list at ${CONVERSATIONS} conversations: p95 against conversations matching`, x: "matching", y: "p95 ms", logX: true, scatter: true },
+      {
+        "SQL p95": rows.map((row) => [row.matching, row.sql.p95, row.name] as const),
+        ...(HTTP ? { "HTTP p95": rows.flatMap((row) => row.http === undefined ? [] : [[row.matching, row.http.p95, row.name] as const]) } : {})
+      },
+      rows
+    )
   } finally {
     await drop()
   }

@@ -22,6 +22,7 @@ import { Effect, Layer, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { WhatsAppFake } from "../test/fakes/WhatsAppFake.ts"
 import { freshDatabase } from "../test/support/Databases.ts"
+import { busiest } from "../test/support/Windows.ts"
 import { type ServerProcess, shardsSettled, spawnServer } from "../test/support/Processes.ts"
 import { api } from "./support/App.ts"
 import { runBench, sleep } from "./support/Processes.ts"
@@ -46,16 +47,6 @@ const cleanups: Array<() => Promise<void>> = []
 
 // ---------------------------------------------------------------- measures
 
-/** The most arrivals in any window of `windowMs` (times ascending). */
-const busiest = (times: ReadonlyArray<number>, windowMs = 1_000) => {
-  let best = 0
-  let from = 0
-  for (let to = 0; to < times.length; to++) {
-    while (times[to] - times[from] >= windowMs) from++
-    best = Math.max(best, to - from + 1)
-  }
-  return best
-}
 
 /**
  * The shortest time holding `count` arrivals: any window shorter than this holds fewer. With `LIMIT + 1`
@@ -258,7 +249,7 @@ const sharedBudget = async (rows: Rows, runners: ReadonlyArray<ServerProcess>, c
   const times = arrivals.map((a) => a.at)
   const first = times[0]
   const last = times[times.length - 1]
-  const window = busiest(times)
+  const window = busiest(times, 1_000)
   const steady = rateIn(times, first + 1_000, last - 1_000)
   const apiArrived = arrivals.filter((a) => numbers.includes(a.to)).length
   const figures = {
@@ -316,7 +307,7 @@ const throttledMidRun = async (rows: Rows, runners: ReadonlyArray<ServerProcess>
   const during = rateIn(times, throttleFrom, throttleTo)
   const after = rateIn(acceptedTimes, throttleTo + 1_000, last - 1_000)
   const resumedMs = (acceptedTimes.find((t) => t >= throttleTo) ?? NaN) - throttleTo
-  const window = busiest(times)
+  const window = busiest(times, 1_000)
   const figures = {
     scenario: "throttle mid-run",
     arrivals: arrivals.length,

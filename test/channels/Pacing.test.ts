@@ -11,6 +11,7 @@ import { limitsOf, makePacing, type PacingDefaults, perSecondOf } from "../../sr
 import { type ChannelContext, ProviderThrottled, type RawAdapter } from "../../src/providers/Provider.ts"
 import { providerLimitsOf } from "../../src/providers/WhatsAppCloud.ts"
 import { type RunningServer, startServer } from "../support/TestServer.ts"
+import { busiest } from "../support/Windows.ts"
 
 // Two runners' pacing (each its own rate limiter, with its own slices) against one company entity that owns
 // the channel's budget, as two processes share it; a fake provider notes when each send arrives.
@@ -64,16 +65,6 @@ const fakeProvider = (transitMs: (i: number) => number = () => 0) => {
   return { arrivals, refused, adapter, refuseFor: (ms: number) => (refuseUntil = performance.now() + ms) }
 }
 
-/** The most arrivals in any window of `ms`. */
-const busiest = (times: ReadonlyArray<number>, ms: number) => {
-  const sorted = [...times].sort((a, b) => a - b)
-  let most = 0
-  for (let i = 0, j = 0; i < sorted.length; i++) {
-    while (sorted[i] - sorted[j] >= ms) j++
-    most = Math.max(most, i - j + 1)
-  }
-  return most
-}
 
 let server: RunningServer
 beforeAll(async () => {
