@@ -106,12 +106,28 @@ export const spawnServer = async (
   name: string,
   /** `undefined` removes a variable inherited from this process (e.g. DATABASE_URL for embedded mode). */
   env: Record<string, string | undefined>,
-  options: {
-    readonly readyTimeoutMs?: number
-    /** Another command line than `node --import tsx src/main.ts` (e.g. `npm start`, whose pid is npm's). */
-    readonly command?: ReadonlyArray<string>
-  } = {}
+  options: SpawnOptions = {}
 ): Promise<ServerProcess> => {
+  // A free port can be taken by another process between the moment it is found and the child's listen:
+  // such a start is made again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    const started = await spawnOnce(name, env, options)
+    if (started.kind === "ready") return started.server
+    if (!started.portTaken || attempt === 3) throw started.error
+  }
+}
+
+interface SpawnOptions {
+  readonly readyTimeoutMs?: number
+  /** Another command line than `node --import tsx src/main.ts` (e.g. `npm start`, whose pid is npm's). */
+  readonly command?: ReadonlyArray<string>
+}
+
+type Spawned =
+  | { readonly kind: "ready"; readonly server: ServerProcess }
+  | { readonly kind: "failed"; readonly error: Error; readonly portTaken: boolean }
+
+const spawnOnce = async (name: string, env: Record<string, string | undefined>, options: SpawnOptions): Promise<Spawned> => {
   const [port, realtimePort, runnerPort] = [await freePort(), await freePort(), await freePort()]
   const merged: Record<string, string | undefined> = {
     ...process.env,
@@ -154,15 +170,18 @@ export const spawnServer = async (
     gone = true
   })
   while (true) {
-    if (gone) throw new Error(`${name} exited before it was ready (code ${child.exitCode}):\n${output}`)
+    if (gone) {
+      const error = new Error(`${name} exited before it was ready (code ${child.exitCode}):\n${output}`)
+      return { kind: "failed", error, portTaken: output.includes("EADDRINUSE") }
+    }
     if (await answers(`${url}/ready`, 3_000)) break
     if (Date.now() > deadline) {
       await stop(2_000)
-      throw new Error(`${name} was not ready after ${options.readyTimeoutMs ?? 40_000} ms:\n${output}`)
+      return { kind: "failed", error: new Error(`${name} was not ready after ${options.readyTimeoutMs ?? 40_000} ms:\n${output}`), portTaken: false }
     }
     await sleep(200)
   }
-  return { name, url, port, realtimePort, runnerPort, pid: child.pid, output: () => output, stop }
+  return { kind: "ready", server: { name, url, port, realtimePort, runnerPort, pid: child.pid, output: () => output, stop } }
 }
 
 /** The shards of one group (`objsubid` 2 of the runners' advisory locks), each held by some runner. */
